@@ -1,0 +1,174 @@
+//! The congestion-control interface and the built-in single-path controllers.
+//!
+//! The transport owns what it measures (RTT, bytes in flight, loss detection and the recovery
+//! state machine); the controller owns its window. With each event the transport lends a
+//! read-only [`PathView`] of the path. Multipath controllers ([`multipath`]) receive the same
+//! events with a path id and a view of every subflow.
+//!
+//! Call order per ACK that newly acknowledges data: [`Controller::on_ack`]; then, if that ACK
+//! ends loss recovery, [`Controller::on_recovery_end`]. A loss detected by duplicate ACKs or
+//! SACK gives [`Controller::on_congestion_event`] once per recovery episode; a timeout gives
+//! [`Controller::on_rto`]. While the transport is in loss recovery it still reports ACKs
+//! (with `in_recovery` set) so controllers that count acknowledged bytes can, but a
+//! controller must not grow its window from them (RFC 5681 §3.2, RFC 6582).
+
+pub mod multipath;
+pub mod reno;
+
+pub use reno::{NewReno, RenoConfig};
+
+use crate::units::{Bytes, Duration, Instant};
+
+/// Identifies one path (subflow) of a connection; single-path transports use `PathId(0)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathId(pub u32);
+
+/// Per-path facts the transport measures. `Copy`, so snapshots are cheap.
+#[derive(Clone, Copy, Debug)]
+pub struct PathView {
+    /// Which path this is.
+    pub id: PathId,
+    /// Maximum segment size (payload bytes per full packet).
+    pub mss: Bytes,
+    /// Smoothed RTT; `None` until the first sample.
+    pub srtt: Option<Duration>,
+    /// Smallest RTT sample seen.
+    pub min_rtt: Option<Duration>,
+    /// Most recent RTT sample.
+    pub latest_rtt: Option<Duration>,
+    /// Payload bytes sent and not yet acknowledged (cumulatively or by SACK).
+    pub in_flight: Bytes,
+    /// Whether the path is established and may carry data (kernel: `mptcp_sk_can_send`).
+    pub can_send: bool,
+}
+
+impl PathView {
+    /// A view of a fresh path with the given segment size.
+    pub fn new(id: PathId, mss: Bytes) -> Self {
+        PathView {
+            id,
+            mss,
+            srtt: None,
+            min_rtt: None,
+            latest_rtt: None,
+            in_flight: Bytes::ZERO,
+            can_send: true,
+        }
+    }
+}
+
+/// One acknowledgement that newly acknowledges data.
+#[derive(Clone, Copy, Debug)]
+pub struct Ack {
+    /// When the ACK arrived.
+    pub now: Instant,
+    /// Payload bytes newly acknowledged by this ACK (cumulatively or by SACK).
+    pub bytes_acked: Bytes,
+    /// The RTT sample this ACK gave, if any (Karn's rule already applied).
+    pub rtt: Option<Duration>,
+    /// Whether the transport is in loss recovery: the window must not grow.
+    pub in_recovery: bool,
+}
+
+/// What signalled congestion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// Packet loss, detected by duplicate ACKs or SACK.
+    Loss,
+    /// An ECN congestion-experienced mark.
+    Ecn,
+}
+
+/// The start of a loss-recovery episode (fast retransmit).
+#[derive(Clone, Copy, Debug)]
+pub struct CongestionEvent {
+    /// When the loss was detected.
+    pub now: Instant,
+    /// What signalled it.
+    pub cause: Cause,
+}
+
+/// A retransmission timeout.
+#[derive(Clone, Copy, Debug)]
+pub struct Rto {
+    /// When the timer fired.
+    pub now: Instant,
+    /// Whether the segment had already been retransmitted by a timeout: RFC 5681 §3.1 then
+    /// holds ssthresh constant.
+    pub repeated: bool,
+}
+
+/// A snapshot of a controller's state for traces. New fields may appear.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Congestion window.
+    pub cwnd: Bytes,
+    /// Slow-start threshold, `None` while it is still infinite.
+    pub ssthresh: Option<Bytes>,
+}
+
+/// A single-path congestion controller.
+pub trait Controller {
+    /// An ACK newly acknowledged data.
+    fn on_ack(&mut self, ack: &Ack, path: &PathView);
+    /// Loss recovery starts: set ssthresh and the window.
+    fn on_congestion_event(&mut self, ev: &CongestionEvent, path: &PathView);
+    /// Loss recovery ended with a full ACK (Linux `CA_EVENT_COMPLETE_CWR`).
+    fn on_recovery_end(&mut self, _now: Instant, _path: &PathView) {}
+    /// The retransmission timer fired.
+    fn on_rto(&mut self, rto: &Rto, path: &PathView);
+    /// Bytes the transport may have in flight.
+    fn window(&self) -> Bytes;
+    /// The slow-start threshold, `None` while infinite.
+    fn ssthresh(&self) -> Option<Bytes>;
+    /// A snapshot for traces.
+    fn metrics(&self) -> Metrics {
+        Metrics { cwnd: self.window(), ssthresh: self.ssthresh() }
+    }
+}
+
+/// The built-in single-path controllers, dispatched statically.
+#[derive(Clone, Debug)]
+pub enum AnyController {
+    /// TCP NewReno (RFC 5681 growth, RFC 6582 recovery is the transport's).
+    NewReno(NewReno),
+}
+
+impl Controller for AnyController {
+    fn on_ack(&mut self, ack: &Ack, path: &PathView) {
+        match self {
+            AnyController::NewReno(c) => c.on_ack(ack, path),
+        }
+    }
+    fn on_congestion_event(&mut self, ev: &CongestionEvent, path: &PathView) {
+        match self {
+            AnyController::NewReno(c) => c.on_congestion_event(ev, path),
+        }
+    }
+    fn on_recovery_end(&mut self, now: Instant, path: &PathView) {
+        match self {
+            AnyController::NewReno(c) => c.on_recovery_end(now, path),
+        }
+    }
+    fn on_rto(&mut self, rto: &Rto, path: &PathView) {
+        match self {
+            AnyController::NewReno(c) => c.on_rto(rto, path),
+        }
+    }
+    fn window(&self) -> Bytes {
+        match self {
+            AnyController::NewReno(c) => c.window(),
+        }
+    }
+    fn ssthresh(&self) -> Option<Bytes> {
+        match self {
+            AnyController::NewReno(c) => c.ssthresh(),
+        }
+    }
+    fn metrics(&self) -> Metrics {
+        match self {
+            AnyController::NewReno(c) => c.metrics(),
+        }
+    }
+}
