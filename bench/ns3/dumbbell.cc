@@ -69,11 +69,24 @@ main(int argc, char* argv[])
     uint32_t nFlows = 8;
     double durationS = 100.0;
     uint32_t seed = 1;
+    bool sack = false;
+    // Send buffer: 2 MB = 2000 segments, > 5x the path BDP (~370 pkts), so it
+    // never limits cwnd (results are bit-identical to 16 MB, checked), but it
+    // avoids holding 16k queued Packet objects per flow (16 MB -> ~420 MB peak
+    // RSS at 64 flows, which would distort the memory comparison).
+    uint32_t sndBufBytes = 2u << 20;
+    uint32_t rcvBufBytes = 16u << 20;
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("flows", "number of TCP flows (N)", nFlows);
     cmd.AddValue("duration", "simulated seconds (goodput is averaged over [0, duration])", durationS);
     cmd.AddValue("seed", "RNG run number (RngSeedManager::SetRun)", seed);
+    cmd.AddValue("sack",
+                 "enable SACK (default false = classic NewReno; see README for why ns-3.44's "
+                 "non-SACK path collapses in this scenario)",
+                 sack);
+    cmd.AddValue("sndBuf", "TCP send buffer per socket, bytes", sndBufBytes);
+    cmd.AddValue("rcvBuf", "TCP receive buffer per socket, bytes", rcvBufBytes);
     cmd.Parse(argc, argv);
 
     if (nFlows < 1 || durationS <= 0)
@@ -93,27 +106,31 @@ main(int argc, char* argv[])
     const std::string kBigDropTail = "1000p"; // non-bottleneck queues: never drop
 
     // ---------------------------------------------------------------- TCP
-    // NewReno congestion ops + classic (RFC 6582) NewReno loss recovery, no SACK.
+    // NewReno congestion ops + classic NewReno loss recovery (cwnd = ssthresh on
+    // entry, partial ACK -> retransmit next hole), no SACK unless --sack.
     Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
     Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
                        TypeIdValue(TcpClassicRecovery::GetTypeId()));
-    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
+    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack));
     // No TCP timestamps: data segments then carry a bare 20-byte TCP header.
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
     // Window scaling stays ON (only affects SYNs) so the 16 MB receive buffer
     // can actually be advertised; without it rwnd would cap at 64 KB.
     Config::SetDefault("ns3::TcpSocketBase::WindowScaling", BooleanValue(true));
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(kSegmentBytes));
-    // ns-2 TCPSink acks every packet (no delayed ACK).
+    // Limited transmit (RFC 3042) left at ns-3's default (on), stated explicitly.
+    Config::SetDefault("ns3::TcpSocketBase::LimitedTransmit", BooleanValue(true));
+    // ns-2 default TCPSink (not DelAck sink) acks every packet: no delayed ACK.
     Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
-    // ns-2 windowInit_ = 2 (in this scenario) -> initial cwnd 2 segments.
+    // Initial cwnd 2 segments (scenario setting, ns-2 windowInit_ 2).
     Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(2));
-    // ns-2 minrto_ = 0.2 s.
+    // Minimum RTO 200 ms (scenario setting, ns-2 minrto_ 0.2).
+    // RTO clock granularity stays at ns-3's default 1 ms (ns-2 tcpTick_ differs).
     Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
-    // Large buffers: neither the send buffer nor the advertised window limit
-    // cwnd (ns-2 window_ is effectively unbounded in this scenario).
-    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(16u << 20));
-    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(16u << 20));
+    // Large buffers: neither the send buffer nor the advertised window (16 MB
+    // receive buffer) limit cwnd (ns-2 window_ effectively unbounded here).
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(sndBufBytes));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(rcvBufBytes));
 
     // ---------------------------------------------------------------- nodes
     NodeContainer senders;
@@ -157,14 +174,16 @@ main(int argc, char* argv[])
         "ns3::RedQueueDisc",
         // queue limit 50 packets, packet mode (ns-2 queue-in-bytes_ false)
         "MaxSize", QueueSizeValue(QueueSize("50p")),
-        "MinTh", DoubleValue(5),              // ns-2 thresh_ 5
-        "MaxTh", DoubleValue(15),             // ns-2 maxthresh_ 15
-        "LInterm", DoubleValue(10),           // max_p = 1/LInterm = 0.1 (ns-2 linterm_ 10)
-        "QW", DoubleValue(0.002),             // ns-2 q_weight_ 0.002
-        "Gentle", BooleanValue(true),         // ns-2 gentle_ true
-        "Wait", BooleanValue(true),           // ns-2 wait_ true
-        "MeanPktSize", UintegerValue(1040),   // ns-2 mean_pktsize_ (1000 B + 40 B TCP/IP)
-        "IdlePktSize", UintegerValue(0),      // ns-2 idle_pktsize_ default: decay per mean pkt
+        "MinTh", DoubleValue(5),              // ns-2 default thresh_ 5
+        "MaxTh", DoubleValue(15),             // ns-2 default maxthresh_ 15
+        "LInterm", DoubleValue(10),           // max_p = 1/LInterm = 0.1 (ns-2 default linterm_ 10)
+        "QW", DoubleValue(0.002),             // ns-2 default q_weight_ 0.002
+        "Gentle", BooleanValue(true),         // ns-2 gentle_ true (scenario setting)
+        "Wait", BooleanValue(true),           // ns-2 default wait_ true
+        "MeanPktSize", UintegerValue(1040),   // ns-2 mean_pktsize_, set to 1000 B + 40 B TCP/IP
+        // Only read when Cautious == 3 (ns-2 cautious_); ns-3's default
+        // Cautious 0 decays the average by idle_time * C / MeanPktSize like ns-2.
+        "IdlePktSize", UintegerValue(0),
         // Idle decay uses the link speed/delay (ns-2 takes them from the link).
         "LinkBandwidth", DataRateValue(kBottleneckRate),
         "LinkDelay", TimeValue(kBottleneckDelay),
@@ -282,6 +301,9 @@ main(int argc, char* argv[])
     js << "  \"flows\": " << nFlows << ",\n";
     js << "  \"duration_s\": " << JsonDouble(durationS) << ",\n";
     js << "  \"seed\": " << seed << ",\n";
+    js << "  \"sack\": " << (sack ? "true" : "false") << ",\n";
+    js << "  \"snd_buf_bytes\": " << sndBufBytes << ",\n";
+    js << "  \"rcv_buf_bytes\": " << rcvBufBytes << ",\n";
     js << "  \"per_flow_goodput_bps\": [";
     for (uint32_t i = 0; i < nFlows; ++i)
     {

@@ -124,7 +124,10 @@ pub trait Controller {
     fn ssthresh(&self) -> Option<Bytes>;
     /// A snapshot for traces.
     fn metrics(&self) -> Metrics {
-        Metrics { cwnd: self.window(), ssthresh: self.ssthresh() }
+        Metrics {
+            cwnd: self.window(),
+            ssthresh: self.ssthresh(),
+        }
     }
 }
 

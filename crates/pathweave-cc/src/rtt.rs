@@ -44,7 +44,14 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// A fresh estimator with no samples.
     pub fn new(cfg: RtoConfig) -> Self {
-        RttEstimator { cfg, srtt: None, rttvar: Duration::ZERO, min_rtt: None, latest: None, backoff: 0 }
+        RttEstimator {
+            cfg,
+            srtt: None,
+            rttvar: Duration::ZERO,
+            min_rtt: None,
+            latest: None,
+            backoff: 0,
+        }
     }
 
     /// Feed one RTT measurement (RFC 6298 §2.2–2.3) and clear any backoff (§5.7 and Karn).
@@ -90,7 +97,8 @@ impl RttEstimator {
             Some(s) => s + Duration(self.cfg.granularity.0.max(4 * self.rttvar.0)),
         };
         let base = base.max(self.cfg.min_rto); // (2.4)
-        base.saturating_mul(1u64 << self.backoff).min(self.cfg.max_rto) // (5.5), (2.5)
+        base.saturating_mul(1u64 << self.backoff)
+            .min(self.cfg.max_rto) // (5.5), (2.5)
     }
 
     /// The smoothed RTT, `None` before the first sample.

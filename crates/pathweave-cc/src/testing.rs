@@ -25,11 +25,21 @@ impl<C: Controller> TestSender<C> {
         path.srtt = Some(rtt);
         path.min_rtt = Some(rtt);
         path.latest_rtt = Some(rtt);
-        TestSender { cc, path, now: Instant::ZERO, rtt }
+        TestSender {
+            cc,
+            path,
+            now: Instant::ZERO,
+            rtt,
+        }
     }
 
     fn ack(&mut self, bytes: Bytes, in_recovery: bool) {
-        let ack = Ack { now: self.now, bytes_acked: bytes, rtt: Some(self.rtt), in_recovery };
+        let ack = Ack {
+            now: self.now,
+            bytes_acked: bytes,
+            rtt: Some(self.rtt),
+            in_recovery,
+        };
         self.cc.on_ack(&ack, &self.path);
     }
 
@@ -61,13 +71,22 @@ impl<C: Controller> TestSender<C> {
     /// A loss detected by duplicate ACKs, with recovery ending immediately.
     pub fn loss(&mut self) {
         self.path.in_flight = self.cc.window();
-        let ev = CongestionEvent { now: self.now, cause: Cause::Loss };
+        let ev = CongestionEvent {
+            now: self.now,
+            cause: Cause::Loss,
+        };
         self.cc.on_congestion_event(&ev, &self.path);
         self.cc.on_recovery_end(self.now, &self.path);
     }
 
     /// A retransmission timeout.
     pub fn rto(&mut self, repeated: bool) {
-        self.cc.on_rto(&Rto { now: self.now, repeated }, &self.path);
+        self.cc.on_rto(
+            &Rto {
+                now: self.now,
+                repeated,
+            },
+            &self.path,
+        );
     }
 }

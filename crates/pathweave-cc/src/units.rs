@@ -201,7 +201,9 @@ mod tests {
     #[test]
     fn transmission_time_rounds_up() {
         // 1040 bytes at 60 Mbps = 8320 bits / 6e7 = 138.666… µs.
-        let t = Bandwidth::from_bps(60_000_000).transmission_time(Bytes(1040)).unwrap();
+        let t = Bandwidth::from_bps(60_000_000)
+            .transmission_time(Bytes(1040))
+            .unwrap();
         assert_eq!(t, Duration(138_667));
         assert!(Bandwidth::from_bps(0).transmission_time(Bytes(1)).is_none());
     }

@@ -53,7 +53,10 @@ pub struct Uncoupled<C> {
 impl<C: Controller + Clone> Uncoupled<C> {
     /// Each new path starts as a copy of `prototype`.
     pub fn new(prototype: C) -> Self {
-        Uncoupled { prototype, paths: Vec::new() }
+        Uncoupled {
+            prototype,
+            paths: Vec::new(),
+        }
     }
 
     fn path(&mut self, p: PathId) -> Option<&mut C> {
@@ -64,7 +67,10 @@ impl<C: Controller + Clone> Uncoupled<C> {
 fn view(paths: &Paths<'_>, p: PathId) -> PathView {
     // A transport always passes its own path; a missing one is a caller bug that we tolerate
     // by handing the controller an empty view rather than panicking mid-simulation.
-    paths.get(p).copied().unwrap_or_else(|| PathView::new(p, Bytes(1)))
+    paths
+        .get(p)
+        .copied()
+        .unwrap_or_else(|| PathView::new(p, Bytes(1)))
 }
 
 impl<C: Controller + Clone> MultipathController for Uncoupled<C> {
@@ -105,10 +111,16 @@ impl<C: Controller + Clone> MultipathController for Uncoupled<C> {
         }
     }
     fn window(&self, p: PathId) -> Bytes {
-        self.paths.get(p.0 as usize).and_then(Option::as_ref).map_or(Bytes::ZERO, C::window)
+        self.paths
+            .get(p.0 as usize)
+            .and_then(Option::as_ref)
+            .map_or(Bytes::ZERO, C::window)
     }
     fn metrics(&self, p: PathId) -> Metrics {
-        self.paths.get(p.0 as usize).and_then(Option::as_ref).map_or_else(Metrics::default, C::metrics)
+        self.paths
+            .get(p.0 as usize)
+            .and_then(Option::as_ref)
+            .map_or_else(Metrics::default, C::metrics)
     }
 }
 
@@ -129,11 +141,19 @@ mod tests {
             v.srtt = Some(Duration::from_millis(10));
         }
         let paths = Paths(&views);
-        let ack = Ack { now: Instant::ZERO, bytes_acked: mss, rtt: None, in_recovery: false };
+        let ack = Ack {
+            now: Instant::ZERO,
+            bytes_acked: mss,
+            rtt: None,
+            in_recovery: false,
+        };
         mp.on_ack(PathId(0), &ack, &paths);
         assert_eq!(mp.window(PathId(0)), Bytes(3000));
         assert_eq!(mp.window(PathId(1)), Bytes(2000));
-        let ev = CongestionEvent { now: Instant::ZERO, cause: Cause::Loss };
+        let ev = CongestionEvent {
+            now: Instant::ZERO,
+            cause: Cause::Loss,
+        };
         mp.on_congestion_event(PathId(1), &ev, &paths);
         assert_eq!(mp.window(PathId(1)), Bytes(2000)); // floor of 2 segments
         assert_eq!(mp.window(PathId(0)), Bytes(3000));

@@ -27,7 +27,11 @@ pub struct RenoConfig {
 impl RenoConfig {
     /// NewReno with the given segment size and initial window, and L = 2.
     pub fn new(mss: Bytes, initial_window: u32) -> Self {
-        RenoConfig { mss, initial_window, abc_limit: 2 }
+        RenoConfig {
+            mss,
+            initial_window,
+            abc_limit: 2,
+        }
     }
 }
 

@@ -1,0 +1,33 @@
+//! pathweave-sim: a packet-level discrete-event simulator for congestion control.
+//!
+//! * [`scenario`] reads and validates TOML scenario files into a [`Scenario`].
+//! * [`sim::Simulation`] builds the network and runs it; [`results::Results`] is what it reports.
+//! * [`link`], [`red`], [`tcp`] and [`udp`] are the network elements and endpoints.
+//! * [`event`], [`packet`] and [`net`] are the engine: integer-nanosecond time, at most one
+//!   pending event per component, pooled packets.
+//!
+//! The same scenario and seed always give the same results, bit for bit.
+
+pub mod event;
+pub mod link;
+pub mod net;
+pub mod packet;
+pub mod quantity;
+pub mod red;
+pub mod results;
+pub mod rng;
+pub mod scenario;
+pub mod sim;
+pub mod tcp;
+pub mod udp;
+
+pub use results::Results;
+pub use scenario::{Scenario, ScenarioError};
+pub use sim::Simulation;
+
+/// Load, run and check a scenario in one call.
+pub fn run_scenario(scenario: &Scenario, seed: Option<u64>) -> Results {
+    let mut sim = Simulation::new(scenario, seed);
+    sim.run();
+    sim.results()
+}

@@ -1,0 +1,143 @@
+//! The shared network state every endpoint sends through: the clock, the scheduler, the packet
+//! pool, the link directions and the routes, plus the conservation counters.
+
+use crate::event::Scheduler;
+use crate::link::{LinkDir, Offer};
+use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
+use pathweave_cc::Instant;
+
+/// Which way along a flow's path a packet travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Sender to receiver.
+    Forward,
+    /// Receiver to sender (ACKs).
+    Reverse,
+}
+
+/// Packet counters that must balance at any time:
+/// `created = delivered + dropped + live`, where `live` packets sit in links.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Conservation {
+    /// Packets created by endpoints.
+    pub created: u64,
+    /// Packets handed to their destination endpoint.
+    pub delivered: u64,
+    /// Packets dropped by queues.
+    pub dropped_queue: u64,
+    /// Packets lost on the wire.
+    pub dropped_wire: u64,
+}
+
+/// A packet that reached the end of its route.
+#[derive(Clone, Copy, Debug)]
+pub struct Delivery {
+    /// The flow it belongs to.
+    pub flow: u32,
+    /// Data/datagram (for the receiver) or ACK (for the sender).
+    pub kind: PacketKind,
+}
+
+/// Clock, scheduler, pool, links and routes.
+pub struct Net {
+    /// Current simulated time.
+    pub now: Instant,
+    /// Pending events.
+    pub sched: Scheduler,
+    /// Packet storage.
+    pub pool: PacketPool,
+    /// Every link direction, indexed by the ids routes use.
+    pub links: Vec<LinkDir>,
+    /// Per flow: forward route and reverse route, as link-direction indices.
+    pub routes: Vec<[Vec<u32>; 2]>,
+    /// Conservation counters.
+    pub counters: Conservation,
+    /// Data packets dropped (queue or wire), per flow.
+    pub flow_drops: Vec<u64>,
+}
+
+impl Net {
+    fn route(&self, flow: u32, kind: PacketKind) -> &[u32] {
+        let dir = if kind == PacketKind::Ack { 1 } else { 0 };
+        &self.routes[flow as usize][dir]
+    }
+
+    /// Create `p` at its flow's first hop.
+    pub fn send(&mut self, p: Packet) {
+        self.counters.created += 1;
+        let id = self.pool.alloc(p);
+        self.enter_hop(id);
+    }
+
+    fn drop_packet(&mut self, id: PacketId, wire: bool) {
+        let p = *self.pool.get(id);
+        if wire {
+            self.counters.dropped_wire += 1;
+        } else {
+            self.counters.dropped_queue += 1;
+        }
+        if p.kind != PacketKind::Ack {
+            self.flow_drops[p.flow as usize] += 1;
+        }
+        self.pool.free(id);
+    }
+
+    /// Offer packet `id` to the link of its current hop.
+    fn enter_hop(&mut self, id: PacketId) {
+        let p = self.pool.get(id);
+        let link = self.route(p.flow, p.kind)[p.hop as usize] as usize;
+        let size = p.size;
+        if self.links[link].offer(id, size, self.now, &mut self.sched) == Offer::Dropped {
+            self.drop_packet(id, false);
+        }
+    }
+
+    /// Handle the live event of link `l`: move one arrived packet on, or hand it back when it
+    /// has reached its destination. Returns `None` when no packet is due.
+    pub fn link_arrival(&mut self, l: usize) -> Option<Option<(PacketId, Delivery)>> {
+        let r = self.links[l].pop_arrived(self.now)?;
+        let id = match r {
+            Ok(id) => id,
+            Err(id) => {
+                self.drop_packet(id, true);
+                return Some(None);
+            }
+        };
+        let p = self.pool.get_mut(id);
+        p.hop += 1;
+        let (flow, kind, hop) = (p.flow, p.kind, p.hop as usize);
+        if hop < self.route(flow, kind).len() {
+            self.enter_hop(id);
+            Some(None)
+        } else {
+            self.counters.delivered += 1;
+            Some(Some((id, Delivery { flow, kind })))
+        }
+    }
+
+    /// Packets currently inside links.
+    pub fn in_links(&self) -> u64 {
+        self.links.iter().map(|l| l.in_link() as u64).sum()
+    }
+
+    /// Check `created = delivered + dropped + in links` and that the pool agrees.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        let c = self.counters;
+        let in_links = self.in_links();
+        let accounted = c.delivered + c.dropped_queue + c.dropped_wire + in_links;
+        if c.created != accounted {
+            return Err(format!(
+                "packet conservation violated: created {} != delivered {} + dropped {} + lost on wire {} + in links {}",
+                c.created, c.delivered, c.dropped_queue, c.dropped_wire, in_links
+            ));
+        }
+        if self.pool.live() as u64 != in_links {
+            return Err(format!(
+                "packet pool holds {} live packets but links hold {}",
+                self.pool.live(),
+                in_links
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! Quantities written by hand in scenario files: `"60Mbps"`, `"20ms"`, `"1.5MB"`, `"75pkt"`,
+//! with an arithmetic expression allowed in front of the unit (`"(2+1)/3 ms"`), so a per-index
+//! value such as `"{n}/3 ms"` works once `{n}` has been substituted.
+
+/// Evaluate `+ - * /` with parentheses over decimal numbers.
+pub fn eval(expr: &str) -> Result<f64, String> {
+    let toks: Vec<char> = expr.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut p = Parser { t: &toks, i: 0 };
+    let v = p.sum()?;
+    if p.i != toks.len() {
+        return Err(format!(
+            "unexpected '{}' in expression '{}'",
+            toks[p.i],
+            expr.trim()
+        ));
+    }
+    if !v.is_finite() {
+        return Err(format!(
+            "expression '{}' is not a finite number",
+            expr.trim()
+        ));
+    }
+    Ok(v)
+}
+
+struct Parser<'a> {
+    t: &'a [char],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<char> {
+        self.t.get(self.i).copied()
+    }
+    fn sum(&mut self) -> Result<f64, String> {
+        let mut v = self.product()?;
+        while let Some(c @ ('+' | '-')) = self.peek() {
+            self.i += 1;
+            let r = self.product()?;
+            v = if c == '+' { v + r } else { v - r };
+        }
+        Ok(v)
+    }
+    fn product(&mut self) -> Result<f64, String> {
+        let mut v = self.atom()?;
+        while let Some(c @ ('*' | '/')) = self.peek() {
+            self.i += 1;
+            let r = self.atom()?;
+            v = if c == '*' { v * r } else { v / r };
+        }
+        Ok(v)
+    }
+    fn atom(&mut self) -> Result<f64, String> {
+        match self.peek() {
+            Some('(') => {
+                self.i += 1;
+                let v = self.sum()?;
+                if self.peek() != Some(')') {
+                    return Err("missing ')'".into());
+                }
+                self.i += 1;
+                Ok(v)
+            }
+            Some('-') => {
+                self.i += 1;
+                Ok(-self.atom()?)
+            }
+            Some(c) if c.is_ascii_digit() || c == '.' => {
+                let s = self.i;
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E')
+                {
+                    self.i += 1;
+                }
+                let text: String = self.t[s..self.i].iter().collect();
+                text.parse::<f64>()
+                    .map_err(|_| format!("'{text}' is not a number"))
+            }
+            Some(c) => Err(format!("unexpected '{c}'")),
+            None => Err("missing a number".into()),
+        }
+    }
+}
+
+/// Split `"1.5 MB"` into the expression `"1.5"` and the unit `"MB"`.
+pub fn split_unit(s: &str) -> (&str, &str) {
+    let t = s.trim();
+    let cut = t
+        .rfind(|c: char| !c.is_ascii_alphabetic() && c != '/')
+        .map_or(0, |i| i + 1);
+    (t[..cut].trim(), &t[cut..])
+}
+
+/// Parse a value with one of the given units (`(unit, scale)`); a missing unit is an error.
+pub fn parse_with_units(s: &str, units: &[(&str, f64)]) -> Result<f64, String> {
+    let (num, unit) = split_unit(s);
+    let allowed = units.iter().map(|(u, _)| *u).collect::<Vec<_>>().join(", ");
+    if unit.is_empty() {
+        return Err(format!("a unit is required ({allowed})"));
+    }
+    let scale = units
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| format!("unknown unit '{unit}' (allowed: {allowed})"))?;
+    if num.is_empty() {
+        return Err(format!("a number is required before the unit '{unit}'"));
+    }
+    Ok(eval(num)? * scale)
+}
+
+/// Time units, scaled to nanoseconds.
+pub const TIME_UNITS: &[(&str, f64)] = &[
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("ms", 1e6),
+    ("s", 1e9),
+    ("min", 60e9),
+];
+/// Rate units, scaled to bits per second (decimal prefixes).
+pub const RATE_UNITS: &[(&str, f64)] = &[
+    ("bps", 1.0),
+    ("Kbps", 1e3),
+    ("kbps", 1e3),
+    ("Mbps", 1e6),
+    ("Gbps", 1e9),
+    ("Tbps", 1e12),
+];
+/// Size units, scaled to bytes (decimal and binary prefixes).
+pub const SIZE_UNITS: &[(&str, f64)] = &[
+    ("B", 1.0),
+    ("KB", 1e3),
+    ("kB", 1e3),
+    ("MB", 1e6),
+    ("GB", 1e9),
+    ("KiB", 1024.0),
+    ("MiB", 1048576.0),
+    ("GiB", 1073741824.0),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_follow_precedence() {
+        assert_eq!(eval("1+2*3").unwrap(), 7.0);
+        assert_eq!(eval("(1+2)*3").unwrap(), 9.0);
+        assert!((eval("2/3").unwrap() - 0.6666666666666666).abs() < 1e-15);
+        assert_eq!(eval("-4+1").unwrap(), -3.0);
+        assert!(eval("1+").is_err());
+        assert!(eval("1/0").is_err());
+        assert!(eval("abc").is_err());
+    }
+
+    #[test]
+    fn units_scale_and_unknown_units_are_named() {
+        assert_eq!(parse_with_units("60Mbps", RATE_UNITS).unwrap(), 60e6);
+        assert_eq!(parse_with_units("1.5 MB", SIZE_UNITS).unwrap(), 1.5e6);
+        assert!((parse_with_units("2/3 ms", TIME_UNITS).unwrap() - 666_666.666).abs() < 1.0);
+        let e = parse_with_units("5 parsecs", TIME_UNITS).unwrap_err();
+        assert!(
+            e.contains("unknown unit 'parsecs'") && e.contains("ms"),
+            "{e}"
+        );
+        assert!(parse_with_units("20", TIME_UNITS)
+            .unwrap_err()
+            .contains("unit is required"));
+    }
+}

@@ -1,0 +1,314 @@
+//! Random Early Detection with the semantics of ns-2's `REDQueue` (queue/red.cc), which ns-3's
+//! `RedQueueDisc` also follows:
+//!
+//! * On each arrival the average is updated from the queue length *before* the packet is
+//!   added (the packet being transmitted is not counted). After an idle period the average is
+//!   first decayed as if `m = ⌊ptc·idle⌋` empty-queue arrivals had happened, where
+//!   `ptc = rate / (8·mean_pktsize)`: `avg ← avg·(1−w_q)^(m+1) + w_q·q`.
+//! * Drop probability: `p_b = max_p·(avg−min_th)/(max_th−min_th)` between the thresholds; with
+//!   `gentle`, `p_b` rises linearly from max_p to 1 between max_th and 2·max_th; without it,
+//!   every arrival above max_th is dropped.
+//! * Uniform inter-drop spacing (`modify_p`): with `wait`, `p_a = 0` while `count·p_b < 1`,
+//!   `p_a = p_b/(2−count·p_b)` while `< 2`, else 1; without `wait`, `p_a = p_b/(1−count·p_b)`.
+//!   In byte mode `count` is bytes/mean_pktsize and `p_a` is scaled by size/mean_pktsize.
+//! * The first arrival after `avg` crosses min_th is never dropped; `count` restarts at every
+//!   drop, and only when the instantaneous queue holds more than one packet is a drop considered.
+//! * The hard limit (`qlen ≥ limit`) is a forced drop.
+
+use pathweave_cc::{Bandwidth, Instant};
+
+/// RED parameters. Thresholds and the limit are in packets; in byte mode they are scaled by
+/// `mean_pktsize`, as ns-2 does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RedParams {
+    /// Lower average-queue threshold (packets).
+    pub min_th: f64,
+    /// Upper average-queue threshold (packets).
+    pub max_th: f64,
+    /// Drop probability at max_th.
+    pub max_p: f64,
+    /// EWMA weight of the average queue.
+    pub w_q: f64,
+    /// ns-2 `gentle_`.
+    pub gentle: bool,
+    /// ns-2 `wait_`: wait between drops.
+    pub wait: bool,
+    /// Queue limit (packets).
+    pub limit: u32,
+    /// Count the queue in bytes rather than packets (ns-2 `queue-in-bytes_`).
+    pub bytes: bool,
+    /// ns-2 `mean_pktsize_` in bytes: sets idle decay and byte-mode scaling.
+    pub mean_pktsize: u32,
+}
+
+impl Default for RedParams {
+    /// The values EXPERIMENTS.md takes as "ns-2 defaults": min_th 5, max_th 15, max_p 0.1,
+    /// w_q 0.002, gentle, wait, limit 50, packet mode; mean_pktsize 500 as in ns-default.tcl.
+    fn default() -> Self {
+        RedParams {
+            min_th: 5.0,
+            max_th: 15.0,
+            max_p: 0.1,
+            w_q: 0.002,
+            gentle: true,
+            wait: true,
+            limit: 50,
+            bytes: false,
+            mean_pktsize: 500,
+        }
+    }
+}
+
+/// What to do with an arriving packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Queue it.
+    Enqueue,
+    /// Random early drop.
+    EarlyDrop,
+    /// Forced drop: the average is past the hard threshold.
+    ForcedDrop,
+    /// The buffer is full.
+    Overflow,
+}
+
+/// RED state for one queue.
+#[derive(Clone, Debug)]
+pub struct Red {
+    p: RedParams,
+    ptc: f64,
+    th_min: f64,
+    th_max: f64,
+    qlim: f64,
+    avg: f64,
+    count: u64,
+    count_bytes: u64,
+    old: bool,
+}
+
+/// ns-2 `calculate_p_new`: the base drop probability for an average queue `avg`.
+pub fn base_probability(avg: f64, th_min: f64, th_max: f64, max_p: f64, gentle: bool) -> f64 {
+    let p = if gentle && avg >= th_max {
+        // v_c·avg + v_d with v_c = (1−max_p)/th_max, v_d = 2·max_p − 1
+        (1.0 - max_p) / th_max * avg + 2.0 * max_p - 1.0
+    } else if !gentle && avg >= th_max {
+        1.0
+    } else {
+        max_p * (avg - th_min) / (th_max - th_min)
+    };
+    p.min(1.0)
+}
+
+/// ns-2 `modify_p`: spread drops uniformly given `count` arrivals since the last drop.
+pub fn spaced_probability(pb: f64, count: f64, wait: bool) -> f64 {
+    let cp = count * pb;
+    let p = if wait {
+        if cp < 1.0 {
+            0.0
+        } else if cp < 2.0 {
+            pb / (2.0 - cp)
+        } else {
+            1.0
+        }
+    } else if cp < 1.0 {
+        pb / (1.0 - cp)
+    } else {
+        1.0
+    };
+    p.min(1.0)
+}
+
+impl Red {
+    /// RED state for a link of `rate`.
+    pub fn new(p: RedParams, rate: Bandwidth) -> Self {
+        let scale = if p.bytes { p.mean_pktsize as f64 } else { 1.0 };
+        Red {
+            ptc: rate.bps() as f64 / (8.0 * p.mean_pktsize as f64),
+            th_min: p.min_th * scale,
+            th_max: p.max_th * scale,
+            qlim: p.limit as f64 * scale,
+            p,
+            avg: 0.0,
+            count: 0,
+            count_bytes: 0,
+            old: false,
+        }
+    }
+
+    /// The link rate changed: the idle-decay rate follows it.
+    pub fn set_rate(&mut self, rate: Bandwidth) {
+        self.ptc = rate.bps() as f64 / (8.0 * self.p.mean_pktsize as f64);
+    }
+
+    /// The average queue (packets, or bytes in byte mode).
+    pub fn average(&self) -> f64 {
+        self.avg
+    }
+
+    /// Decide for a packet of `size` bytes arriving at `now`, with `q_pkts`/`q_bytes` waiting
+    /// (not counting one in transmission) and the link idle since `idle_since` if it is idle.
+    /// `uniform` supplies a U(0,1) draw when a random decision is needed.
+    pub fn on_arrival(
+        &mut self,
+        now: Instant,
+        q_pkts: u32,
+        q_bytes: u64,
+        size: u32,
+        idle_since: Option<Instant>,
+        uniform: &mut impl FnMut() -> f64,
+    ) -> Verdict {
+        let qlen = if self.p.bytes {
+            q_bytes as f64
+        } else {
+            q_pkts as f64
+        };
+        let m = match idle_since {
+            Some(t) => (self.ptc * now.saturating_since(t).as_secs_f64()) as i64,
+            None => 0,
+        };
+        // avg·(1−w_q)^(m+1) + w_q·q
+        let decay = (1.0 - self.p.w_q).powi((m + 1).min(i32::MAX as i64) as i32);
+        self.avg = self.avg * decay + self.p.w_q * qlen;
+        self.count += 1;
+        self.count_bytes += size as u64;
+
+        let mut verdict = Verdict::Enqueue;
+        if self.avg >= self.th_min && q_pkts > 1 {
+            let hard = if self.p.gentle {
+                2.0 * self.th_max
+            } else {
+                self.th_max
+            };
+            if self.avg >= hard {
+                verdict = Verdict::ForcedDrop;
+            } else if !self.old {
+                self.count = 1;
+                self.count_bytes = size as u64;
+                self.old = true;
+            } else {
+                let pb = base_probability(
+                    self.avg,
+                    self.th_min,
+                    self.th_max,
+                    self.p.max_p,
+                    self.p.gentle,
+                );
+                let count = if self.p.bytes {
+                    (self.count_bytes / self.p.mean_pktsize as u64) as f64
+                } else {
+                    self.count as f64
+                };
+                let mut pa = spaced_probability(pb, count, self.p.wait);
+                if self.p.bytes && pa < 1.0 {
+                    pa = (pa * size as f64 / self.p.mean_pktsize as f64).min(1.0);
+                }
+                if uniform() <= pa {
+                    verdict = Verdict::EarlyDrop;
+                }
+            }
+        } else {
+            self.old = false;
+        }
+        if qlen >= self.qlim {
+            verdict = Verdict::Overflow;
+        }
+        if verdict != Verdict::Enqueue {
+            self.count = 0;
+            self.count_bytes = 0;
+        }
+        verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_probability_follows_the_ns2_piecewise_line() {
+        // Between the thresholds: max_p·(avg−min)/(max−min).
+        assert!((base_probability(10.0, 5.0, 15.0, 0.1, true) - 0.05).abs() < 1e-12);
+        assert_eq!(base_probability(5.0, 5.0, 15.0, 0.1, true), 0.0);
+        // Gentle: max_p at max_th, rising linearly to 1 at 2·max_th.
+        assert!((base_probability(15.0, 5.0, 15.0, 0.1, true) - 0.1).abs() < 1e-12);
+        assert!((base_probability(22.5, 5.0, 15.0, 0.1, true) - 0.55).abs() < 1e-12);
+        assert!((base_probability(30.0, 5.0, 15.0, 0.1, true) - 1.0).abs() < 1e-12);
+        // Not gentle: 1 at and above max_th.
+        assert_eq!(base_probability(15.0, 5.0, 15.0, 0.1, false), 1.0);
+    }
+
+    #[test]
+    fn spacing_makes_drops_uniform() {
+        // wait: nothing until count·p ≥ 1, then p/(2 − count·p).
+        assert_eq!(spaced_probability(0.05, 10.0, true), 0.0);
+        assert!((spaced_probability(0.05, 30.0, true) - 0.1).abs() < 1e-12);
+        assert_eq!(spaced_probability(0.05, 40.0, true), 1.0);
+        // no wait: p/(1 − count·p).
+        assert!((spaced_probability(0.05, 10.0, false) - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn average_tracks_the_ewma_and_decays_when_idle() {
+        let p = RedParams {
+            w_q: 0.5,
+            mean_pktsize: 1000,
+            ..RedParams::default()
+        };
+        // 8 Mbps, mean packet 1000 B: ptc = 1000 packets/s.
+        let mut red = Red::new(p, Bandwidth::from_bps(8_000_000));
+        let mut never = || 1.0;
+        red.on_arrival(Instant(0), 4, 4000, 1000, None, &mut never);
+        assert!((red.average() - 2.0).abs() < 1e-12);
+        red.on_arrival(Instant(0), 4, 4000, 1000, None, &mut never);
+        assert!((red.average() - 3.0).abs() < 1e-12);
+        // Idle for 2 ms = 2 packet times: avg·0.5^3 + 0.5·0.
+        red.on_arrival(Instant(2_000_000), 0, 0, 1000, Some(Instant(0)), &mut never);
+        assert!((red.average() - 3.0 / 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn hard_limit_and_high_average_force_drops() {
+        let mut red = Red::new(RedParams::default(), Bandwidth::from_bps(10_000_000));
+        let mut never = || 1.0;
+        assert_eq!(
+            red.on_arrival(Instant(0), 50, 0, 1000, None, &mut never),
+            Verdict::Overflow
+        );
+        let mut red = Red::new(
+            RedParams {
+                w_q: 1.0,
+                ..RedParams::default()
+            },
+            Bandwidth::from_bps(1),
+        );
+        assert_eq!(
+            red.on_arrival(Instant(0), 31, 0, 1000, None, &mut never),
+            Verdict::ForcedDrop
+        );
+    }
+
+    #[test]
+    fn first_arrival_above_min_th_is_never_dropped() {
+        // max_p 1 and avg 10 give p_b = 0.5; the second arrival has count 2, so p_a = 0.5.
+        let p = RedParams {
+            w_q: 1.0,
+            max_p: 1.0,
+            ..RedParams::default()
+        };
+        let mut red = Red::new(p, Bandwidth::from_bps(1));
+        let mut draw = || 0.25;
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 0, 1000, None, &mut draw),
+            Verdict::Enqueue
+        );
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 0, 1000, None, &mut draw),
+            Verdict::EarlyDrop
+        );
+        // The drop restarted the count: count 1 gives count·p_b < 1, so p_a = 0 (wait).
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 0, 1000, None, &mut draw),
+            Verdict::Enqueue
+        );
+    }
+}

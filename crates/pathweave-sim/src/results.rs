@@ -1,0 +1,182 @@
+//! What a run reports: per-flow and per-link tables, sampled time series and fairness, all
+//! columnar so they cross into Python (and Parquet) without per-row conversion.
+
+/// Per-flow results, one entry per flow in scenario order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowTable {
+    /// Flow name.
+    pub name: Vec<String>,
+    /// Fairness group.
+    pub group: Vec<String>,
+    /// Algorithm ("reno", …) or "cbr".
+    pub algorithm: Vec<String>,
+    /// Start time (s).
+    pub start_s: Vec<f64>,
+    /// End of the measurement window (s): completion, stop or the end of the run.
+    pub end_s: Vec<f64>,
+    /// Payload delivered in order to the receiving application (bytes).
+    pub delivered_bytes: Vec<u64>,
+    /// In-order payload delivered per second of the window (bit/s).
+    pub goodput_bps: Vec<f64>,
+    /// Payload arriving at the receiver, duplicates included, per second (bit/s).
+    pub throughput_bps: Vec<f64>,
+    /// Data packets sent, retransmissions included.
+    pub packets_sent: Vec<u64>,
+    /// Retransmitted segments.
+    pub retransmits: Vec<u64>,
+    /// Retransmission timeouts.
+    pub timeouts: Vec<u64>,
+    /// Loss events (fast recoveries and first timeouts).
+    pub loss_events: Vec<u64>,
+    /// Loss events per data packet sent.
+    pub loss_event_rate: Vec<f64>,
+    /// Data packets of this flow dropped in the network.
+    pub drops: Vec<u64>,
+    /// Time-averaged congestion window (bytes).
+    pub mean_cwnd_bytes: Vec<f64>,
+    /// Time-averaged smoothed RTT (s).
+    pub mean_srtt_s: Vec<f64>,
+    /// Completion time of a sized transfer (s after its start), NaN otherwise.
+    pub completion_s: Vec<f64>,
+}
+
+/// Per-link-direction results.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkTable {
+    /// Link name.
+    pub name: Vec<String>,
+    /// "forward" or "reverse".
+    pub direction: Vec<String>,
+    /// Rate at the end of the run (bit/s).
+    pub rate_bps: Vec<f64>,
+    /// Packets offered.
+    pub arrivals: Vec<u64>,
+    /// Packets delivered to the next hop.
+    pub delivered_packets: Vec<u64>,
+    /// Bytes delivered to the next hop.
+    pub delivered_bytes: Vec<u64>,
+    /// Delivered bits over the run divided by the rate.
+    pub utilization: Vec<f64>,
+    /// Buffer-overflow drops.
+    pub drops_overflow: Vec<u64>,
+    /// RED early drops.
+    pub drops_early: Vec<u64>,
+    /// RED forced drops.
+    pub drops_forced: Vec<u64>,
+    /// Random losses on the wire.
+    pub drops_wire: Vec<u64>,
+}
+
+/// Flow time series: one row per flow per sample.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowSeries {
+    /// Sample time (s).
+    pub time_s: Vec<f64>,
+    /// Flow index.
+    pub flow: Vec<u32>,
+    /// Congestion window (bytes).
+    pub cwnd_bytes: Vec<f64>,
+    /// Slow-start threshold (bytes), NaN while infinite.
+    pub ssthresh_bytes: Vec<f64>,
+    /// Smoothed RTT (s), NaN before the first sample.
+    pub srtt_s: Vec<f64>,
+    /// Goodput over the last interval (bit/s).
+    pub rate_bps: Vec<f64>,
+}
+
+/// Link time series: one row per sampled link direction per sample.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkSeries {
+    /// Sample time (s).
+    pub time_s: Vec<f64>,
+    /// Link-direction index (2·link + reverse).
+    pub link: Vec<u32>,
+    /// Packets waiting.
+    pub queue_packets: Vec<u32>,
+    /// Bytes waiting.
+    pub queue_bytes: Vec<u64>,
+    /// RED's average queue, NaN for drop-tail.
+    pub red_average: Vec<f64>,
+    /// Congestive drops so far.
+    pub drops: Vec<u64>,
+    /// Wire losses so far.
+    pub wire_losses: Vec<u64>,
+}
+
+/// Jain's fairness index of goodput within one group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupFairness {
+    /// The group.
+    pub group: String,
+    /// Flows in it.
+    pub flows: usize,
+    /// Sum of goodputs (bit/s).
+    pub total_goodput_bps: f64,
+    /// (Σx)² / (n·Σx²).
+    pub jain: f64,
+}
+
+/// Jain's index of `xs`: 1 when all are equal, 1/n when one takes everything.
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || s2 == 0.0 {
+        return 1.0;
+    }
+    s * s / (xs.len() as f64 * s2)
+}
+
+/// Run-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunStats {
+    /// Simulated seconds.
+    pub simulated_s: f64,
+    /// Events dispatched.
+    pub events: u64,
+    /// Packets created.
+    pub packets_created: u64,
+    /// Packets delivered to endpoints.
+    pub packets_delivered: u64,
+    /// Packets dropped by queues.
+    pub packets_dropped: u64,
+    /// Packets lost on the wire.
+    pub packets_lost_on_wire: u64,
+    /// Packets still inside links at the end.
+    pub packets_in_flight: u64,
+    /// Most packets alive at once (pool size).
+    pub peak_packets: u64,
+}
+
+/// Everything a run reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Results {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed used.
+    pub seed: u64,
+    /// Per-flow table.
+    pub flows: FlowTable,
+    /// Per-link-direction table.
+    pub links: LinkTable,
+    /// Flow time series.
+    pub flow_series: FlowSeries,
+    /// Link time series.
+    pub link_series: LinkSeries,
+    /// Jain's index per group, in group-name order.
+    pub fairness: Vec<GroupFairness>,
+    /// Counters.
+    pub stats: RunStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_is_one_for_equal_and_one_over_n_for_a_monopoly() {
+        assert!((jain_index(&[3.0, 3.0, 3.0]) - 1.0).abs() < 1e-12);
+        assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        // (1+2)^2 / (2·(1+4)) = 0.9
+        assert!((jain_index(&[1.0, 2.0]) - 0.9).abs() < 1e-12);
+    }
+}

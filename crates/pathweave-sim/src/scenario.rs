@@ -1,0 +1,1192 @@
+//! Scenario files: TOML a person writes by hand, checked into a fully resolved [`Scenario`].
+//!
+//! Every error names the file, the field (as a path such as `link[2].rate`), the bad value and
+//! what is allowed. Items with `count = N` are stamped out N times; inside them `{i}` (0-based)
+//! and `{n}` (1-based) are replaced in every string, so `delay = "{n}/3 ms"` gives each copy
+//! its own delay and `path = ["src{i}", "core", "dst{i}"]` its own access links.
+
+use crate::link::{LinkDirSpec, LossModel, QueueSpec};
+use crate::quantity::{eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME_UNITS};
+use crate::red::RedParams;
+use crate::tcp::{Period, Recovery, TcpConfig, Traffic};
+use pathweave_cc::rtt::RtoConfig;
+use pathweave_cc::{Bandwidth, Duration, Instant};
+use std::collections::BTreeMap;
+use toml::{Table, Value};
+
+/// A scenario that could not be loaded.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{file}: cannot read the file: {message}")]
+    Io {
+        /// The file.
+        file: String,
+        /// Why.
+        message: String,
+    },
+    /// The file is not valid TOML.
+    #[error("{file}: not valid TOML: {message}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// The parser's description, with line and column.
+        message: String,
+    },
+    /// A required field is absent.
+    #[error("{file}: {field} is missing: {message}")]
+    Missing {
+        /// The file.
+        file: String,
+        /// The field's path.
+        field: String,
+        /// What is expected there.
+        message: String,
+    },
+    /// A field has a bad value.
+    #[error("{file}: {field} = {value}: {message}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// The field's path.
+        field: String,
+        /// The value as written.
+        value: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// A congestion-control algorithm for a TCP flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    /// TCP NewReno.
+    Reno,
+}
+
+/// The algorithms a scenario may name, for error messages.
+pub const ALGORITHMS: &[&str] = &["reno", "newreno"];
+
+/// What a flow is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowKind {
+    /// A TCP flow.
+    Tcp {
+        /// Transport settings.
+        cfg: TcpSettings,
+        /// Congestion control.
+        algorithm: Algorithm,
+        /// What the application offers.
+        traffic: Traffic,
+    },
+    /// An unresponsive constant-rate flow.
+    Cbr {
+        /// Sending rate.
+        rate: Bandwidth,
+        /// Datagram size on the wire.
+        size: u32,
+    },
+}
+
+/// TCP settings as written (a comparable copy of [`TcpConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpSettings {
+    /// Payload bytes per segment.
+    pub mss: u32,
+    /// Header bytes per data segment.
+    pub header: u32,
+    /// ACK size on the wire.
+    pub ack_size: u32,
+    /// Initial window in segments.
+    pub initial_window: u32,
+    /// Minimum RTO.
+    pub min_rto: Duration,
+    /// Delayed-ACK timeout, if any.
+    pub delayed_ack: Option<Duration>,
+    /// Loss recovery.
+    pub recovery: Recovery,
+}
+
+impl TcpSettings {
+    /// The transport configuration.
+    pub fn config(&self) -> TcpConfig {
+        TcpConfig {
+            mss: self.mss,
+            header: self.header,
+            ack_size: self.ack_size,
+            initial_window: self.initial_window,
+            rto: RtoConfig {
+                min_rto: self.min_rto,
+                ..RtoConfig::default()
+            },
+            delayed_ack: self.delayed_ack,
+            recovery: self.recovery,
+            dupthresh: 3,
+        }
+    }
+}
+
+impl Default for TcpSettings {
+    /// ns-2-like defaults: 1000-byte segments, 40-byte headers and ACKs, initial window 2,
+    /// minimum RTO 200 ms, an ACK for every segment, NewReno recovery.
+    fn default() -> Self {
+        TcpSettings {
+            mss: 1000,
+            header: 40,
+            ack_size: 40,
+            initial_window: 2,
+            min_rto: Duration::from_millis(200),
+            delayed_ack: None,
+            recovery: Recovery::NewReno,
+        }
+    }
+}
+
+/// One hop of a path: a link, traversed forward or (with a `~` prefix) in reverse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// Index into [`Scenario::links`].
+    pub link: usize,
+    /// Traverse the link's reverse direction.
+    pub reverse: bool,
+}
+
+/// A change to a link at a given time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LinkChange {
+    /// New rate.
+    Rate(Bandwidth),
+    /// New propagation delay.
+    Delay(Duration),
+    /// Outage starts.
+    Down,
+    /// Outage ends.
+    Up,
+}
+
+/// A scheduled link change (applies to both directions).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkEvent {
+    /// When.
+    pub at: Instant,
+    /// What.
+    pub change: LinkChange,
+}
+
+/// A duplex link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSpec {
+    /// Unique name.
+    pub name: String,
+    /// The direction paths traverse forward.
+    pub forward: LinkDirSpec,
+    /// The other direction (ACKs of forward flows).
+    pub reverse: LinkDirSpec,
+    /// Scheduled changes, in time order.
+    pub events: Vec<LinkEvent>,
+}
+
+/// A flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    /// Unique name.
+    pub name: String,
+    /// Group for fairness statistics.
+    pub group: String,
+    /// TCP or CBR, with its settings.
+    pub kind: FlowKind,
+    /// Links from sender to receiver.
+    pub path: Vec<Hop>,
+    /// When it starts.
+    pub start: Instant,
+    /// When it stops offering new data, if before the end.
+    pub stop: Option<Instant>,
+}
+
+/// A fully resolved, validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Where it came from (file name or a label).
+    pub source: String,
+    /// Its name.
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// Simulated time.
+    pub duration: Duration,
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// Time-series sampling interval.
+    pub sample_interval: Duration,
+    /// Links, in file order after expansion.
+    pub links: Vec<LinkSpec>,
+    /// Flows, in file order after expansion.
+    pub flows: Vec<FlowSpec>,
+}
+
+impl Scenario {
+    /// Read and validate a scenario file.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
+            file: file.clone(),
+            message: e.to_string(),
+        })?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Scenario::parse(&text, &file, &stem)
+    }
+
+    /// Validate scenario text; `file` labels errors and `default_name` names an unnamed scenario.
+    pub fn parse(text: &str, file: &str, default_name: &str) -> Result<Scenario, ScenarioError> {
+        let table: Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ScenarioError::Syntax {
+                file: file.to_string(),
+                message: e.to_string().trim_end().to_string(),
+            })?;
+        Reader { file }.scenario(&table, default_name)
+    }
+
+    /// Index of the link called `name`.
+    pub fn link_index(&self, name: &str) -> Option<usize> {
+        self.links.iter().position(|l| l.name == name)
+    }
+}
+
+struct Reader<'a> {
+    file: &'a str,
+}
+
+type R<T> = Result<T, ScenarioError>;
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::Table(_) => "{…}".into(),
+        Value::Array(a) if a.len() > 6 => format!("[… {} items]", a.len()),
+        other => other.to_string(),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date",
+        Value::Array(_) => "an array",
+        Value::Table(_) => "a table",
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Replace `{i}` and `{n}` in every string of `v`.
+fn substitute(v: &Value, i: usize) -> Value {
+    match v {
+        Value::String(s) => Value::String(
+            s.replace("{i}", &i.to_string())
+                .replace("{n}", &(i + 1).to_string()),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, i)).collect()),
+        Value::Table(t) => Value::Table(
+            t.iter()
+                .map(|(k, x)| (k.clone(), substitute(x, i)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+impl Reader<'_> {
+    fn invalid(&self, field: &str, v: &Value, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::Invalid {
+            file: self.file.to_string(),
+            field: field.to_string(),
+            value: show(v),
+            message: message.into(),
+        }
+    }
+
+    fn missing(&self, field: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::Missing {
+            file: self.file.to_string(),
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn check_keys(&self, t: &Table, path: &str, allowed: &[&str]) -> R<()> {
+        for (k, v) in t {
+            if !allowed.contains(&k.as_str()) {
+                return Err(self.invalid(
+                    &join(path, k),
+                    v,
+                    format!("unknown field (allowed here: {})", allowed.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn number(&self, field: &str, v: &Value) -> R<f64> {
+        match v {
+            Value::Integer(i) => Ok(*i as f64),
+            Value::Float(f) => Ok(*f),
+            Value::String(s) => eval(s).map_err(|e| self.invalid(field, v, e)),
+            _ => Err(self.invalid(
+                field,
+                v,
+                format!("expected a number, found {}", type_name(v)),
+            )),
+        }
+    }
+
+    fn quantity(&self, field: &str, v: &Value, units: &[(&str, f64)], what: &str) -> R<f64> {
+        match v {
+            Value::String(s) => parse_with_units(s, units)
+                .map_err(|e| self.invalid(field, v, format!("{e}; expected {what}"))),
+            _ => Err(self.invalid(
+                field,
+                v,
+                format!(
+                    "expected {what} as a string with a unit, found {}",
+                    type_name(v)
+                ),
+            )),
+        }
+    }
+
+    fn time(&self, field: &str, v: &Value) -> R<Duration> {
+        let ns = self.quantity(field, v, TIME_UNITS, "a time such as \"20ms\"")?;
+        if ns < 0.0 {
+            return Err(self.invalid(field, v, "a time cannot be negative"));
+        }
+        Ok(Duration(ns.round() as u64))
+    }
+
+    fn positive_time(&self, field: &str, v: &Value) -> R<Duration> {
+        let d = self.time(field, v)?;
+        if d == Duration::ZERO {
+            return Err(self.invalid(field, v, "must be greater than zero"));
+        }
+        Ok(d)
+    }
+
+    fn rate(&self, field: &str, v: &Value) -> R<Bandwidth> {
+        let bps = self.quantity(field, v, RATE_UNITS, "a rate such as \"60Mbps\"")?;
+        if bps < 1.0 {
+            return Err(self.invalid(field, v, "a rate must be positive (at least 1bps)"));
+        }
+        Ok(Bandwidth::from_bps(bps.round() as u64))
+    }
+
+    fn size(&self, field: &str, v: &Value) -> R<u64> {
+        let b = self.quantity(
+            field,
+            v,
+            SIZE_UNITS,
+            "a size such as \"1000B\" or \"1.5MB\"",
+        )?;
+        if b < 1.0 {
+            return Err(self.invalid(field, v, "a size must be at least 1B"));
+        }
+        Ok(b.round() as u64)
+    }
+
+    fn small_size(&self, field: &str, v: &Value, max: u64) -> R<u32> {
+        let b = self.size(field, v)?;
+        if b > max {
+            return Err(self.invalid(field, v, format!("must be at most {max}B")));
+        }
+        Ok(b as u32)
+    }
+
+    fn whole(&self, field: &str, v: &Value, min: u64, max: u64) -> R<u64> {
+        let x = self.number(field, v)?;
+        if x.fract() != 0.0 || x < min as f64 || x > max as f64 {
+            return Err(self.invalid(
+                field,
+                v,
+                format!("expected a whole number from {min} to {max}"),
+            ));
+        }
+        Ok(x as u64)
+    }
+
+    fn probability(&self, field: &str, v: &Value) -> R<f64> {
+        let p = self.number(field, v)?;
+        if !(0.0..=1.0).contains(&p) {
+            return Err(self.invalid(field, v, "a probability must be between 0 and 1"));
+        }
+        Ok(p)
+    }
+
+    fn boolean(&self, field: &str, v: &Value) -> R<bool> {
+        v.as_bool().ok_or_else(|| {
+            self.invalid(
+                field,
+                v,
+                format!("expected true or false, found {}", type_name(v)),
+            )
+        })
+    }
+
+    fn string<'v>(&self, field: &str, v: &'v Value) -> R<&'v str> {
+        v.as_str().ok_or_else(|| {
+            self.invalid(
+                field,
+                v,
+                format!("expected a string, found {}", type_name(v)),
+            )
+        })
+    }
+
+    fn name(&self, field: &str, v: &Value) -> R<String> {
+        let s = self.string(field, v)?;
+        if s.is_empty()
+            || s.starts_with('~')
+            || s.chars().any(|c| c.is_whitespace() || c == '{' || c == '}')
+        {
+            return Err(self.invalid(
+                field,
+                v,
+                "a name must be non-empty, without spaces or braces, and not start with '~'",
+            ));
+        }
+        Ok(s.to_string())
+    }
+
+    fn table<'v>(&self, field: &str, v: &'v Value) -> R<&'v Table> {
+        v.as_table().ok_or_else(|| {
+            self.invalid(
+                field,
+                v,
+                format!("expected a table, found {}", type_name(v)),
+            )
+        })
+    }
+
+    fn array_of_tables<'v>(&self, root: &'v Table, key: &str) -> R<Vec<&'v Table>> {
+        match root.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| self.table(&format!("{key}[{i}]"), v))
+                .collect(),
+            Some(v) => Err(self.invalid(key, v, format!("expected [[{key}]] tables"))),
+        }
+    }
+
+    /// Expand `count`: the copies of an item, each with `{i}`/`{n}` substituted.
+    fn expand(&self, t: &Table, path: &str) -> R<Vec<Table>> {
+        let Some(cv) = t.get("count") else {
+            return Ok(vec![t.clone()]);
+        };
+        let field = join(path, "count");
+        let n = self.whole(&field, cv, 1, 100_000)? as usize;
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("");
+        if n > 1 && !name.contains("{i}") && !name.contains("{n}") {
+            return Err(self.invalid(
+                &field,
+                cv,
+                format!("with count > 1 the name (\"{name}\") must contain {{i}} or {{n}} so each copy is unique"),
+            ));
+        }
+        let mut base = t.clone();
+        base.remove("count");
+        Ok((0..n)
+            .map(|i| match substitute(&Value::Table(base.clone()), i) {
+                Value::Table(t) => t,
+                _ => Table::new(),
+            })
+            .collect())
+    }
+
+    fn scenario(&self, root: &Table, default_name: &str) -> R<Scenario> {
+        self.check_keys(
+            root,
+            "",
+            &[
+                "name",
+                "description",
+                "duration",
+                "seed",
+                "sample_interval",
+                "tcp",
+                "link",
+                "flow",
+            ],
+        )?;
+        let name = match root.get("name") {
+            Some(v) => self.string("name", v)?.to_string(),
+            None => default_name.to_string(),
+        };
+        let description = match root.get("description") {
+            Some(v) => self.string("description", v)?.to_string(),
+            None => String::new(),
+        };
+        let duration = match root.get("duration") {
+            Some(v) => self.positive_time("duration", v)?,
+            None => {
+                return Err(self.missing(
+                    "duration",
+                    "give the simulated time, e.g. duration = \"100s\"",
+                ))
+            }
+        };
+        let seed = match root.get("seed") {
+            Some(v) => self.whole("seed", v, 0, u32::MAX as u64 * 1024)?,
+            None => 1,
+        };
+        let sample_interval = match root.get("sample_interval") {
+            Some(v) => self.positive_time("sample_interval", v)?,
+            None => Duration::from_millis(100),
+        };
+        if sample_interval.as_nanos() * 1_000_000 < duration.as_nanos() {
+            let v = root
+                .get("sample_interval")
+                .cloned()
+                .unwrap_or(Value::String("100ms".into()));
+            return Err(self.invalid(
+                "sample_interval",
+                &v,
+                "would record more than a million samples per series; use a longer interval",
+            ));
+        }
+        let tcp_defaults = match root.get("tcp") {
+            Some(v) => {
+                let t = self.table("tcp", v)?;
+                self.check_keys(t, "tcp", TCP_KEYS)?;
+                self.tcp_settings(t, "tcp", TcpSettings::default())?
+            }
+            None => TcpSettings::default(),
+        };
+
+        let mut links: Vec<LinkSpec> = Vec::new();
+        let mut link_names: BTreeMap<String, String> = BTreeMap::new();
+        for (k, t) in self.array_of_tables(root, "link")?.into_iter().enumerate() {
+            let path = format!("link[{k}]");
+            for copy in self.expand(t, &path)? {
+                let l = self.link(&copy, &path, duration)?;
+                if let Some(prev) = link_names.get(&l.name) {
+                    return Err(self.invalid(
+                        &format!("{path}.name"),
+                        &Value::String(l.name.clone()),
+                        format!(
+                            "duplicate link name (already used by {prev}); names must be unique"
+                        ),
+                    ));
+                }
+                link_names.insert(l.name.clone(), path.clone());
+                links.push(l);
+            }
+        }
+
+        let mut flows: Vec<FlowSpec> = Vec::new();
+        let mut flow_names: BTreeMap<String, String> = BTreeMap::new();
+        let flow_tables = self.array_of_tables(root, "flow")?;
+        if flow_tables.is_empty() {
+            return Err(self.missing("flow", "a scenario needs at least one [[flow]]"));
+        }
+        for (k, t) in flow_tables.into_iter().enumerate() {
+            let path = format!("flow[{k}]");
+            let group_default = t
+                .get("name")
+                .and_then(Value::as_str)
+                .map(|s| {
+                    s.replace("{i}", "")
+                        .replace("{n}", "")
+                        .trim_end_matches(['-', '_', '.'])
+                        .to_string()
+                })
+                .unwrap_or_default();
+            for copy in self.expand(t, &path)? {
+                let f = self.flow(
+                    &copy,
+                    &path,
+                    &links,
+                    &tcp_defaults,
+                    &group_default,
+                    duration,
+                )?;
+                if let Some(prev) = flow_names.get(&f.name) {
+                    return Err(self.invalid(
+                        &format!("{path}.name"),
+                        &Value::String(f.name.clone()),
+                        format!(
+                            "duplicate flow name (already used by {prev}); names must be unique"
+                        ),
+                    ));
+                }
+                flow_names.insert(f.name.clone(), path.clone());
+                flows.push(f);
+            }
+        }
+        Ok(Scenario {
+            source: self.file.to_string(),
+            name,
+            description,
+            duration,
+            seed,
+            sample_interval,
+            links,
+            flows,
+        })
+    }
+
+    fn queue(&self, v: &Value, path: &str, rate: Bandwidth) -> R<QueueSpec> {
+        let t = self.table(path, v)?;
+        let kind = match t.get("type") {
+            Some(k) => self.string(&join(path, "type"), k)?,
+            None => {
+                return Err(self.missing(&join(path, "type"), "give type = \"droptail\" or \"red\""))
+            }
+        };
+        let _ = rate;
+        match kind {
+            "droptail" => {
+                self.check_keys(t, path, &["type", "limit"])?;
+                let limit = match t.get("limit") {
+                    Some(v) => self.limit(&join(path, "limit"), v)?,
+                    None => crate::link::Limit::Packets(50),
+                };
+                Ok(QueueSpec::DropTail(limit))
+            }
+            "red" => {
+                self.check_keys(
+                    t,
+                    path,
+                    &[
+                        "type",
+                        "limit",
+                        "min_th",
+                        "max_th",
+                        "max_p",
+                        "w_q",
+                        "gentle",
+                        "wait",
+                        "mode",
+                        "mean_pkt_size",
+                    ],
+                )?;
+                let mut p = RedParams::default();
+                if let Some(v) = t.get("limit") {
+                    match self.limit(&join(path, "limit"), v)? {
+                        crate::link::Limit::Packets(n) => p.limit = n,
+                        crate::link::Limit::Bytes(_) => {
+                            return Err(self.invalid(
+                                &join(path, "limit"),
+                                v,
+                                "RED's limit is in packets (\"50pkt\"); use mode = \"bytes\" to count bytes",
+                            ))
+                        }
+                    }
+                }
+                if let Some(v) = t.get("min_th") {
+                    p.min_th = self.number(&join(path, "min_th"), v)?;
+                }
+                if let Some(v) = t.get("max_th") {
+                    p.max_th = self.number(&join(path, "max_th"), v)?;
+                }
+                if let Some(v) = t.get("max_p") {
+                    p.max_p = self.probability(&join(path, "max_p"), v)?;
+                }
+                if let Some(v) = t.get("w_q") {
+                    p.w_q = self.probability(&join(path, "w_q"), v)?;
+                    if p.w_q == 0.0 {
+                        return Err(self.invalid(&join(path, "w_q"), v, "w_q must be in (0, 1]"));
+                    }
+                }
+                if let Some(v) = t.get("gentle") {
+                    p.gentle = self.boolean(&join(path, "gentle"), v)?;
+                }
+                if let Some(v) = t.get("wait") {
+                    p.wait = self.boolean(&join(path, "wait"), v)?;
+                }
+                if let Some(v) = t.get("mode") {
+                    p.bytes = match self.string(&join(path, "mode"), v)? {
+                        "packets" => false,
+                        "bytes" => true,
+                        _ => {
+                            return Err(self.invalid(
+                                &join(path, "mode"),
+                                v,
+                                "allowed: \"packets\", \"bytes\"",
+                            ))
+                        }
+                    };
+                }
+                if let Some(v) = t.get("mean_pkt_size") {
+                    p.mean_pktsize = self.small_size(&join(path, "mean_pkt_size"), v, 65_535)?;
+                }
+                if !(p.min_th >= 0.0 && p.max_th > p.min_th) {
+                    let v = t
+                        .get("max_th")
+                        .or(t.get("min_th"))
+                        .cloned()
+                        .unwrap_or(Value::Float(p.max_th));
+                    return Err(self.invalid(
+                        &join(path, "max_th"),
+                        &v,
+                        format!(
+                            "need 0 ≤ min_th < max_th (min_th = {}, max_th = {})",
+                            p.min_th, p.max_th
+                        ),
+                    ));
+                }
+                Ok(QueueSpec::Red(p))
+            }
+            _ => Err(self.invalid(
+                &join(path, "type"),
+                &Value::String(kind.into()),
+                "allowed: \"droptail\", \"red\"",
+            )),
+        }
+    }
+
+    fn limit(&self, field: &str, v: &Value) -> R<crate::link::Limit> {
+        if let Value::String(s) = v {
+            if let Some(n) = s.trim().strip_suffix("pkt") {
+                let x = eval(n).map_err(|e| self.invalid(field, v, e))?;
+                if x.fract() != 0.0 || !(1.0..=1e9).contains(&x) {
+                    return Err(self.invalid(
+                        field,
+                        v,
+                        "a packet limit must be a whole number ≥ 1, e.g. \"100pkt\"",
+                    ));
+                }
+                return Ok(crate::link::Limit::Packets(x as u32));
+            }
+        }
+        let b = self.quantity(
+            field,
+            v,
+            SIZE_UNITS,
+            "a buffer size such as \"100pkt\" or \"150KB\"",
+        )?;
+        if b < 1.0 {
+            return Err(self.invalid(field, v, "a buffer must hold at least 1B"));
+        }
+        Ok(crate::link::Limit::Bytes(b as u64))
+    }
+
+    fn link(&self, t: &Table, path: &str, duration: Duration) -> R<LinkSpec> {
+        self.check_keys(
+            t,
+            path,
+            &[
+                "name",
+                "rate",
+                "delay",
+                "queue",
+                "loss",
+                "reverse_loss",
+                "event",
+            ],
+        )?;
+        let name = match t.get("name") {
+            Some(v) => self.name(&join(path, "name"), v)?,
+            None => return Err(self.missing(&join(path, "name"), "every link needs a unique name")),
+        };
+        let rate = match t.get("rate") {
+            Some(v) => self.rate(&join(path, "rate"), v)?,
+            None => return Err(self.missing(&join(path, "rate"), "give a rate such as \"60Mbps\"")),
+        };
+        let delay = match t.get("delay") {
+            Some(v) => self.time(&join(path, "delay"), v)?,
+            None => {
+                return Err(self.missing(
+                    &join(path, "delay"),
+                    "give a propagation delay such as \"10ms\"",
+                ))
+            }
+        };
+        let queue = match t.get("queue") {
+            Some(v) => self.queue(v, &join(path, "queue"), rate)?,
+            None => QueueSpec::DropTail(crate::link::Limit::Packets(50)),
+        };
+        let loss = |key: &str| -> R<LossModel> {
+            match t.get(key) {
+                Some(v) => {
+                    let p = self.probability(&join(path, key), v)?;
+                    Ok(if p > 0.0 {
+                        LossModel::Bernoulli(p)
+                    } else {
+                        LossModel::None
+                    })
+                }
+                None => Ok(LossModel::None),
+            }
+        };
+        let forward = LinkDirSpec {
+            rate,
+            delay,
+            queue: queue.clone(),
+            loss: loss("loss")?,
+        };
+        let reverse = LinkDirSpec {
+            rate,
+            delay,
+            queue,
+            loss: loss("reverse_loss")?,
+        };
+        let mut events = Vec::new();
+        if let Some(ev) = t.get("event") {
+            let Value::Array(list) = ev else {
+                return Err(self.invalid(
+                    &join(path, "event"),
+                    ev,
+                    "expected [[link.event]] tables",
+                ));
+            };
+            for (k, e) in list.iter().enumerate() {
+                let epath = format!("{path}.event[{k}]");
+                let et = self.table(&epath, e)?;
+                self.check_keys(et, &epath, &["at", "rate", "delay", "down"])?;
+                let at = match et.get("at") {
+                    Some(v) => self.time(&join(&epath, "at"), v)?,
+                    None => {
+                        return Err(self.missing(&join(&epath, "at"), "give the time of the change"))
+                    }
+                };
+                if at > duration {
+                    let v = et.get("at").cloned().unwrap_or(Value::Integer(0));
+                    return Err(self.invalid(
+                        &join(&epath, "at"),
+                        &v,
+                        "is after the end of the simulation",
+                    ));
+                }
+                let at = Instant(at.as_nanos());
+                let mut any = false;
+                if let Some(v) = et.get("rate") {
+                    events.push(LinkEvent {
+                        at,
+                        change: LinkChange::Rate(self.rate(&join(&epath, "rate"), v)?),
+                    });
+                    any = true;
+                }
+                if let Some(v) = et.get("delay") {
+                    events.push(LinkEvent {
+                        at,
+                        change: LinkChange::Delay(self.time(&join(&epath, "delay"), v)?),
+                    });
+                    any = true;
+                }
+                if let Some(v) = et.get("down") {
+                    let d = self.positive_time(&join(&epath, "down"), v)?;
+                    events.push(LinkEvent {
+                        at,
+                        change: LinkChange::Down,
+                    });
+                    events.push(LinkEvent {
+                        at: at + d,
+                        change: LinkChange::Up,
+                    });
+                    any = true;
+                }
+                if !any {
+                    return Err(self.missing(&epath, "an event changes rate, delay, or takes the link down for a time (down = \"2s\")"));
+                }
+            }
+        }
+        events.sort_by_key(|e| e.at);
+        Ok(LinkSpec {
+            name,
+            forward,
+            reverse,
+            events,
+        })
+    }
+
+    fn tcp_settings(&self, t: &Table, path: &str, mut s: TcpSettings) -> R<TcpSettings> {
+        if let Some(v) = t.get("mss") {
+            s.mss = self.small_size(&join(path, "mss"), v, 65_000)?;
+        }
+        if let Some(v) = t.get("header") {
+            let f = join(path, "header");
+            s.header = self.size(&f, v).map(|b| b as u32).or_else(|e| {
+                if matches!(v, Value::String(x) if x.trim().starts_with('0')) {
+                    Ok(0)
+                } else {
+                    Err(e)
+                }
+            })?;
+        }
+        if let Some(v) = t.get("ack_size") {
+            s.ack_size = self.small_size(&join(path, "ack_size"), v, 65_000)?;
+        }
+        if let Some(v) = t.get("initial_window") {
+            s.initial_window = self.whole(&join(path, "initial_window"), v, 1, 1000)? as u32;
+        }
+        if let Some(v) = t.get("min_rto") {
+            s.min_rto = self.positive_time(&join(path, "min_rto"), v)?;
+        }
+        if let Some(v) = t.get("delayed_ack") {
+            let f = join(path, "delayed_ack");
+            s.delayed_ack = match v {
+                Value::Boolean(false) => None,
+                Value::Boolean(true) => Some(Duration::from_millis(100)),
+                _ => Some(self.positive_time(&f, v)?),
+            };
+        }
+        if let Some(v) = t.get("recovery") {
+            let f = join(path, "recovery");
+            s.recovery = match self.string(&f, v)? {
+                "newreno" => Recovery::NewReno,
+                "sack" => Recovery::Sack,
+                _ => return Err(self.invalid(&f, v, "allowed: \"newreno\", \"sack\"")),
+            };
+        }
+        Ok(s)
+    }
+
+    fn traffic(&self, v: &Value, path: &str) -> R<Traffic> {
+        if let Value::String(s) = v {
+            return match s.as_str() {
+                "bulk" => Ok(Traffic::Bulk),
+                _ => Err(self.invalid(
+                    path,
+                    v,
+                    "allowed: \"bulk\", or a table with type = \"transfer\", \"onoff\" or \"cbr\"",
+                )),
+            };
+        }
+        let t = self.table(path, v)?;
+        let kind = match t.get("type") {
+            Some(k) => self.string(&join(path, "type"), k)?,
+            None => {
+                return Err(self.missing(
+                    &join(path, "type"),
+                    "give type = \"bulk\", \"transfer\", \"onoff\" or \"cbr\"",
+                ))
+            }
+        };
+        match kind {
+            "bulk" => {
+                self.check_keys(t, path, &["type"])?;
+                Ok(Traffic::Bulk)
+            }
+            "transfer" => {
+                self.check_keys(t, path, &["type", "size"])?;
+                match t.get("size") {
+                    Some(v) => Ok(Traffic::Transfer(self.size(&join(path, "size"), v)?)),
+                    None => {
+                        Err(self
+                            .missing(&join(path, "size"), "give the transfer size, e.g. \"1MB\""))
+                    }
+                }
+            }
+            "onoff" => {
+                self.check_keys(t, path, &["type", "on", "off", "exponential"])?;
+                let exponential = match t.get("exponential") {
+                    Some(v) => self.boolean(&join(path, "exponential"), v)?,
+                    None => false,
+                };
+                let period = |k: &str| -> R<Period> {
+                    match t.get(k) {
+                        Some(v) => Ok(Period {
+                            mean: self.positive_time(&join(path, k), v)?,
+                            exponential,
+                        }),
+                        None => {
+                            Err(self.missing(&join(path, k), "give the period length, e.g. \"1s\""))
+                        }
+                    }
+                };
+                Ok(Traffic::OnOff {
+                    on: period("on")?,
+                    off: period("off")?,
+                })
+            }
+            _ => Err(self.invalid(
+                &join(path, "type"),
+                &Value::String(kind.into()),
+                "allowed: \"bulk\", \"transfer\", \"onoff\", \"cbr\"",
+            )),
+        }
+    }
+
+    fn flow(
+        &self,
+        t: &Table,
+        path: &str,
+        links: &[LinkSpec],
+        tcp: &TcpSettings,
+        group_default: &str,
+        duration: Duration,
+    ) -> R<FlowSpec> {
+        let mut keys = vec![
+            "name",
+            "group",
+            "algorithm",
+            "path",
+            "start",
+            "stop",
+            "traffic",
+        ];
+        keys.extend_from_slice(TCP_KEYS);
+        self.check_keys(t, path, &keys)?;
+        let name = match t.get("name") {
+            Some(v) => self.name(&join(path, "name"), v)?,
+            None => return Err(self.missing(&join(path, "name"), "every flow needs a unique name")),
+        };
+        let group = match t.get("group") {
+            Some(v) => self.name(&join(path, "group"), v)?,
+            None if group_default.is_empty() => name.clone(),
+            None => group_default.to_string(),
+        };
+        let hops =
+            match t.get("path") {
+                Some(v) => self.path(v, &join(path, "path"), links)?,
+                None => return Err(self.missing(
+                    &join(path, "path"),
+                    "give the links from sender to receiver, e.g. path = [\"access\", \"core\"]",
+                )),
+            };
+        let start = match t.get("start") {
+            Some(v) => self.time(&join(path, "start"), v)?,
+            None => Duration::ZERO,
+        };
+        if start >= duration {
+            let v = t.get("start").cloned().unwrap_or(Value::Integer(0));
+            return Err(self.invalid(
+                &join(path, "start"),
+                &v,
+                "starts at or after the end of the simulation",
+            ));
+        }
+        let stop = match t.get("stop") {
+            Some(v) => {
+                let s = self.time(&join(path, "stop"), v)?;
+                if s <= start {
+                    return Err(self.invalid(&join(path, "stop"), v, "must be after start"));
+                }
+                Some(Instant(s.as_nanos()))
+            }
+            None => None,
+        };
+        let traffic_v = t.get("traffic");
+        let is_cbr = traffic_v
+            .and_then(Value::as_table)
+            .and_then(|tt| tt.get("type"))
+            .and_then(Value::as_str)
+            == Some("cbr");
+        let kind = if is_cbr {
+            let tp = join(path, "traffic");
+            let tt = self.table(&tp, traffic_v.unwrap_or(&Value::Boolean(false)))?;
+            self.check_keys(tt, &tp, &["type", "rate", "size"])?;
+            if let Some(v) = t.get("algorithm") {
+                return Err(self.invalid(
+                    &join(path, "algorithm"),
+                    v,
+                    "a cbr flow is not congestion-controlled; remove algorithm",
+                ));
+            }
+            let rate = match tt.get("rate") {
+                Some(v) => self.rate(&join(&tp, "rate"), v)?,
+                None => {
+                    return Err(
+                        self.missing(&join(&tp, "rate"), "give the sending rate, e.g. \"10Mbps\"")
+                    )
+                }
+            };
+            let size = match tt.get("size") {
+                Some(v) => self.small_size(&join(&tp, "size"), v, 65_535)?,
+                None => 1000,
+            };
+            FlowKind::Cbr { rate, size }
+        } else {
+            let algorithm = match t.get("algorithm") {
+                Some(v) => {
+                    let f = join(path, "algorithm");
+                    match self.string(&f, v)? {
+                        "reno" | "newreno" => Algorithm::Reno,
+                        _ => {
+                            return Err(self.invalid(
+                                &f,
+                                v,
+                                format!("unknown algorithm (allowed: {})", ALGORITHMS.join(", ")),
+                            ))
+                        }
+                    }
+                }
+                None => Algorithm::Reno,
+            };
+            let traffic = match traffic_v {
+                Some(v) => self.traffic(v, &join(path, "traffic"))?,
+                None => Traffic::Bulk,
+            };
+            FlowKind::Tcp {
+                cfg: self.tcp_settings(t, path, *tcp)?,
+                algorithm,
+                traffic,
+            }
+        };
+        Ok(FlowSpec {
+            name,
+            group,
+            kind,
+            path: hops,
+            start: Instant(start.as_nanos()),
+            stop,
+        })
+    }
+
+    fn path(&self, v: &Value, field: &str, links: &[LinkSpec]) -> R<Vec<Hop>> {
+        let Value::Array(items) = v else {
+            return Err(self.invalid(
+                field,
+                v,
+                format!("expected a list of link names, found {}", type_name(v)),
+            ));
+        };
+        if items.is_empty() {
+            return Err(self.invalid(field, v, "a path needs at least one link"));
+        }
+        let mut hops = Vec::with_capacity(items.len());
+        for (k, item) in items.iter().enumerate() {
+            let f = format!("{field}[{k}]");
+            let s = self.string(&f, item)?;
+            let (reverse, name) = match s.strip_prefix('~') {
+                Some(n) => (true, n),
+                None => (false, s),
+            };
+            let Some(link) = links.iter().position(|l| l.name == name) else {
+                let known: Vec<&str> = links.iter().take(12).map(|l| l.name.as_str()).collect();
+                let more = if links.len() > 12 { ", …" } else { "" };
+                return Err(self.invalid(
+                    &f,
+                    item,
+                    format!(
+                        "no link is called '{name}' (links: {}{more})",
+                        known.join(", ")
+                    ),
+                ));
+            };
+            hops.push(Hop { link, reverse });
+        }
+        Ok(hops)
+    }
+}
+
+const TCP_KEYS: &[&str] = &[
+    "mss",
+    "header",
+    "ack_size",
+    "initial_window",
+    "min_rto",
+    "delayed_ack",
+    "recovery",
+];

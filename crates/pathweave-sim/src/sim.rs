@@ -1,0 +1,499 @@
+//! A simulation: the network built from a [`Scenario`], the endpoints, the timeline of link
+//! changes and the sampler, driven by one event loop.
+
+use crate::event::{ComponentId, Kind, Scheduler, Timer};
+use crate::link::LinkDir;
+use crate::net::Net;
+use crate::packet::{PacketKind, PacketPool};
+use crate::results::*;
+use crate::rng::{Purpose, Stream};
+use crate::scenario::{Algorithm, FlowKind, LinkChange, Scenario};
+use crate::tcp::{TcpReceiver, TcpSender, Traffic};
+use crate::udp::{CbrSender, CbrSink};
+use pathweave_cc::cc::{AnyController, Controller, NewReno, RenoConfig};
+use pathweave_cc::{Bytes, Instant};
+use std::collections::BTreeMap;
+
+enum Flow {
+    Tcp {
+        snd: Box<TcpSender>,
+        rcv: TcpReceiver,
+    },
+    Cbr {
+        snd: CbrSender,
+        sink: CbrSink,
+    },
+}
+
+impl Flow {
+    fn delivered(&self) -> u64 {
+        match self {
+            Flow::Tcp { rcv, .. } => rcv.stats.delivered,
+            Flow::Cbr { sink, .. } => sink.bytes,
+        }
+    }
+}
+
+/// One run of one scenario with one seed.
+pub struct Simulation {
+    scenario: Scenario,
+    seed: u64,
+    net: Net,
+    flows: Vec<Flow>,
+    timeline: Vec<(Instant, usize, LinkChange)>,
+    timeline_pos: usize,
+    timeline_timer: Timer,
+    sampler_timer: Timer,
+    next_sample: Instant,
+    sampled_links: Vec<u32>,
+    last_delivered: Vec<u64>,
+    end: Instant,
+    flow_series: FlowSeries,
+    link_series: LinkSeries,
+}
+
+impl Simulation {
+    /// Build the network of `scenario`; `seed` overrides the scenario's own.
+    pub fn new(scenario: &Scenario, seed: Option<u64>) -> Simulation {
+        let seed = seed.unwrap_or(scenario.seed);
+        let mut links = Vec::with_capacity(2 * scenario.links.len());
+        for (k, l) in scenario.links.iter().enumerate() {
+            for (d, spec) in [&l.forward, &l.reverse].into_iter().enumerate() {
+                let i = 2 * k + d;
+                links.push(LinkDir::new(
+                    spec,
+                    ComponentId::new(Kind::Link, i),
+                    Stream::new(seed, Purpose::Link, i),
+                ));
+            }
+        }
+        let mut routes = Vec::with_capacity(scenario.flows.len());
+        let mut sampled = std::collections::BTreeSet::new();
+        for f in &scenario.flows {
+            let fwd: Vec<u32> = f
+                .path
+                .iter()
+                .map(|h| (2 * h.link + h.reverse as usize) as u32)
+                .collect();
+            let rev: Vec<u32> = f
+                .path
+                .iter()
+                .rev()
+                .map(|h| (2 * h.link + !h.reverse as usize) as u32)
+                .collect();
+            sampled.extend(fwd.iter().copied());
+            routes.push([fwd, rev]);
+        }
+        let mut net = Net {
+            now: Instant::ZERO,
+            sched: Scheduler::new(),
+            pool: PacketPool::new(),
+            links,
+            routes,
+            counters: Default::default(),
+            flow_drops: vec![0; scenario.flows.len()],
+        };
+        let mut flows = Vec::with_capacity(scenario.flows.len());
+        for (i, f) in scenario.flows.iter().enumerate() {
+            let window = (f.start, f.stop);
+            let flow = match &f.kind {
+                FlowKind::Tcp {
+                    cfg,
+                    algorithm,
+                    traffic,
+                } => {
+                    let c = cfg.config();
+                    let cc = match algorithm {
+                        Algorithm::Reno => AnyController::NewReno(NewReno::new(RenoConfig::new(
+                            Bytes(c.mss as u64),
+                            c.initial_window,
+                        ))),
+                    };
+                    let mut snd = TcpSender::new(
+                        i as u32,
+                        ComponentId::new(Kind::Sender, i),
+                        c,
+                        *traffic,
+                        cc,
+                        window,
+                        Stream::new(seed, Purpose::Flow, i),
+                    );
+                    snd.init(&mut net);
+                    let rcv = TcpReceiver::new(i as u32, ComponentId::new(Kind::Receiver, i), &c);
+                    Flow::Tcp {
+                        snd: Box::new(snd),
+                        rcv,
+                    }
+                }
+                FlowKind::Cbr { rate, size } => {
+                    let mut snd = CbrSender::new(
+                        i as u32,
+                        ComponentId::new(Kind::Sender, i),
+                        *rate,
+                        *size,
+                        window,
+                    );
+                    snd.init(&mut net);
+                    Flow::Cbr {
+                        snd,
+                        sink: CbrSink::default(),
+                    }
+                }
+            };
+            flows.push(flow);
+        }
+        let mut timeline: Vec<(Instant, usize, LinkChange)> = scenario
+            .links
+            .iter()
+            .enumerate()
+            .flat_map(|(k, l)| l.events.iter().map(move |e| (e.at, k, e.change)))
+            .collect();
+        timeline.sort_by_key(|e| e.0); // stable: file order within equal times
+        let mut sim = Simulation {
+            seed,
+            end: Instant(scenario.duration.as_nanos()),
+            net,
+            flows,
+            timeline,
+            timeline_pos: 0,
+            timeline_timer: Timer::default(),
+            sampler_timer: Timer::default(),
+            next_sample: Instant(scenario.sample_interval.as_nanos()),
+            sampled_links: sampled.into_iter().collect(),
+            last_delivered: vec![0; scenario.flows.len()],
+            flow_series: FlowSeries::default(),
+            link_series: LinkSeries::default(),
+            scenario: scenario.clone(),
+        };
+        if let Some(&(t, _, _)) = sim.timeline.first() {
+            sim.timeline_timer
+                .arm(t, ComponentId::new(Kind::Timeline, 0), &mut sim.net.sched);
+        }
+        let t = sim.next_sample;
+        sim.sampler_timer
+            .arm(t, ComponentId::new(Kind::Sampler, 0), &mut sim.net.sched);
+        sim
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> Instant {
+        self.net.now
+    }
+
+    /// The end of the run.
+    pub fn end(&self) -> Instant {
+        self.end
+    }
+
+    /// Whether the run has reached its end.
+    pub fn finished(&self) -> bool {
+        self.net.now >= self.end
+    }
+
+    /// Events dispatched so far.
+    pub fn events(&self) -> u64 {
+        self.net.sched.events_processed()
+    }
+
+    /// Run until `limit` (or the end, whichever is first).
+    pub fn run_until(&mut self, limit: Instant) {
+        let limit = limit.min(self.end);
+        while let Some((t, c)) = self.net.sched.pop_until(limit) {
+            self.net.now = t;
+            self.dispatch(c);
+        }
+        self.net.now = limit;
+    }
+
+    /// Run to the end.
+    pub fn run(&mut self) {
+        self.run_until(self.end);
+    }
+
+    fn dispatch(&mut self, c: ComponentId) {
+        let i = c.index();
+        match c.kind() {
+            Kind::Link => {
+                if !self.net.links[i].fire(self.net.now) {
+                    return;
+                }
+                while let Some(arrival) = self.net.link_arrival(i) {
+                    if let Some((id, d)) = arrival {
+                        let p = *self.net.pool.get(id);
+                        self.net.pool.free(id);
+                        match (&mut self.flows[d.flow as usize], d.kind) {
+                            (Flow::Tcp { snd, .. }, PacketKind::Ack) => {
+                                snd.on_ack(&p, &mut self.net)
+                            }
+                            (Flow::Tcp { rcv, .. }, _) => rcv.on_data(&p, &mut self.net),
+                            (Flow::Cbr { sink, .. }, _) => {
+                                sink.received += 1;
+                                sink.bytes += p.payload as u64;
+                            }
+                        }
+                    }
+                }
+                self.net.links[i].rearm(&mut self.net.sched);
+            }
+            Kind::Sender => match &mut self.flows[i] {
+                Flow::Tcp { snd, .. } => snd.on_timer(&mut self.net),
+                Flow::Cbr { snd, .. } => snd.on_timer(&mut self.net),
+            },
+            Kind::Receiver => {
+                if let Flow::Tcp { rcv, .. } = &mut self.flows[i] {
+                    rcv.on_timer(&mut self.net);
+                }
+            }
+            Kind::Timeline => self.on_timeline(),
+            Kind::Sampler => self.on_sample(),
+        }
+    }
+
+    fn on_timeline(&mut self) {
+        let now = self.net.now;
+        if !self.timeline_timer.fire(now) {
+            return;
+        }
+        while let Some(&(t, k, change)) = self.timeline.get(self.timeline_pos) {
+            if t > now {
+                self.timeline_timer.arm(
+                    t,
+                    ComponentId::new(Kind::Timeline, 0),
+                    &mut self.net.sched,
+                );
+                break;
+            }
+            self.timeline_pos += 1;
+            for d in [2 * k, 2 * k + 1] {
+                let l = &mut self.net.links[d];
+                match change {
+                    LinkChange::Rate(r) => l.set_rate(r, now, &mut self.net.sched),
+                    LinkChange::Delay(x) => l.set_delay(x, now, &mut self.net.sched),
+                    LinkChange::Down => l.set_up(false, now, &mut self.net.sched),
+                    LinkChange::Up => l.set_up(true, now, &mut self.net.sched),
+                }
+            }
+        }
+    }
+
+    fn on_sample(&mut self) {
+        let now = self.net.now;
+        if !self.sampler_timer.fire(now) {
+            return;
+        }
+        let t = now.as_secs_f64();
+        let dt = self.scenario.sample_interval.as_secs_f64();
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            let delivered = f.delivered();
+            let rate = (delivered - self.last_delivered[i]) as f64 * 8.0 / dt;
+            self.last_delivered[i] = delivered;
+            let (cwnd, ssthresh, srtt) = match f {
+                Flow::Tcp { snd, .. } => {
+                    snd.integrate(now);
+                    let m = snd.controller().metrics();
+                    (
+                        m.cwnd.0 as f64,
+                        m.ssthresh.map_or(f64::NAN, |b| b.0 as f64),
+                        snd.rtt().srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
+                    )
+                }
+                Flow::Cbr { .. } => (f64::NAN, f64::NAN, f64::NAN),
+            };
+            let s = &mut self.flow_series;
+            s.time_s.push(t);
+            s.flow.push(i as u32);
+            s.cwnd_bytes.push(cwnd);
+            s.ssthresh_bytes.push(ssthresh);
+            s.srtt_s.push(srtt);
+            s.rate_bps.push(rate);
+        }
+        for &l in &self.sampled_links {
+            let link = &mut self.net.links[l as usize];
+            let (pkts, bytes) = link.queue_len(now);
+            let s = &mut self.link_series;
+            s.time_s.push(t);
+            s.link.push(l);
+            s.queue_packets.push(pkts);
+            s.queue_bytes.push(bytes.0);
+            s.red_average.push(link.red_average().unwrap_or(f64::NAN));
+            s.drops.push(link.stats.congestive_drops());
+            s.wire_losses.push(link.stats.drops_wire);
+        }
+        self.next_sample = now + self.scenario.sample_interval;
+        if self.next_sample <= self.end {
+            let t = self.next_sample;
+            self.sampler_timer
+                .arm(t, ComponentId::new(Kind::Sampler, 0), &mut self.net.sched);
+        }
+    }
+
+    /// Check packet conservation, network-wide and per flow.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        self.net.check_conservation()?;
+        let mut in_links = vec![0u64; self.flows.len()];
+        for l in &self.net.links {
+            for id in l.packets() {
+                let p = self.net.pool.get(id);
+                if p.kind != PacketKind::Ack {
+                    in_links[p.flow as usize] += 1;
+                }
+            }
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let (sent, received) = match f {
+                Flow::Tcp { snd, rcv } => (snd.stats.segments_sent, rcv.stats.segments),
+                Flow::Cbr { snd, sink } => (snd.sent, sink.received),
+            };
+            let drops = self.net.flow_drops[i];
+            if sent != received + drops + in_links[i] {
+                return Err(format!(
+                    "flow {}: sent {sent} != received {received} + dropped {drops} + in links {}",
+                    self.scenario.flows[i].name, in_links[i]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scenario being run.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Gather the results at the current time.
+    pub fn results(&mut self) -> Results {
+        let now = self.net.now;
+        let mut ft = FlowTable::default();
+        for (i, (spec, f)) in self
+            .scenario
+            .flows
+            .iter()
+            .zip(self.flows.iter_mut())
+            .enumerate()
+        {
+            let start = spec.start.as_secs_f64();
+            let mut end = spec.stop.map_or(now, |s| s.min(now)).as_secs_f64();
+            let (algorithm, stats, rstats) = match f {
+                Flow::Tcp { snd, rcv } => {
+                    snd.integrate(now);
+                    let a = match &spec.kind {
+                        FlowKind::Tcp {
+                            algorithm: Algorithm::Reno,
+                            ..
+                        } => "reno",
+                        _ => "?",
+                    };
+                    (a, Some(snd.stats), Some(rcv.stats))
+                }
+                Flow::Cbr { .. } => ("cbr", None, None),
+            };
+            let completion = stats.and_then(|s| s.completed_at);
+            if let Some(c) = completion {
+                end = c.as_secs_f64();
+            }
+            let window = (end - start).max(1e-9);
+            let (delivered, received, sent) = match f {
+                Flow::Tcp { snd, rcv } => (
+                    rcv.stats.delivered,
+                    rcv.stats.bytes,
+                    snd.stats.segments_sent,
+                ),
+                Flow::Cbr { snd, sink } => (sink.bytes, sink.bytes, snd.sent),
+            };
+            ft.name.push(spec.name.clone());
+            ft.group.push(spec.group.clone());
+            ft.algorithm.push(algorithm.to_string());
+            ft.start_s.push(start);
+            ft.end_s.push(end);
+            ft.delivered_bytes.push(delivered);
+            ft.goodput_bps.push(delivered as f64 * 8.0 / window);
+            ft.throughput_bps.push(received as f64 * 8.0 / window);
+            ft.packets_sent.push(sent);
+            let s = stats.unwrap_or_default();
+            ft.retransmits.push(s.retransmits);
+            ft.timeouts.push(s.timeouts);
+            ft.loss_events.push(s.loss_events);
+            ft.loss_event_rate.push(if sent > 0 {
+                s.loss_events as f64 / sent as f64
+            } else {
+                0.0
+            });
+            ft.drops.push(self.net.flow_drops[i]);
+            ft.mean_cwnd_bytes.push(if s.active_time > 0.0 {
+                s.cwnd_integral / s.active_time
+            } else {
+                f64::NAN
+            });
+            ft.mean_srtt_s.push(if s.srtt_time > 0.0 {
+                s.srtt_integral / s.srtt_time
+            } else {
+                f64::NAN
+            });
+            ft.completion_s.push(match (completion, &spec.kind) {
+                (Some(c), _) => c.as_secs_f64() - start,
+                _ => f64::NAN,
+            });
+            let _ = rstats;
+        }
+        let mut lt = LinkTable::default();
+        let run = now.as_secs_f64().max(1e-9);
+        for (i, l) in self.net.links.iter().enumerate() {
+            let spec = &self.scenario.links[i / 2];
+            lt.name.push(spec.name.clone());
+            lt.direction
+                .push(if i % 2 == 0 { "forward" } else { "reverse" }.to_string());
+            lt.rate_bps.push(l.rate().bps() as f64);
+            lt.arrivals.push(l.stats.arrivals);
+            lt.delivered_packets.push(l.stats.delivered);
+            lt.delivered_bytes.push(l.stats.delivered_bytes);
+            lt.utilization
+                .push(l.stats.delivered_bytes as f64 * 8.0 / (l.rate().bps() as f64 * run));
+            lt.drops_overflow.push(l.stats.drops_overflow);
+            lt.drops_early.push(l.stats.drops_early);
+            lt.drops_forced.push(l.stats.drops_forced);
+            lt.drops_wire.push(l.stats.drops_wire);
+        }
+        let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for (g, x) in ft.group.iter().zip(&ft.goodput_bps) {
+            groups.entry(g.as_str()).or_default().push(*x);
+        }
+        let fairness = groups
+            .into_iter()
+            .map(|(g, xs)| GroupFairness {
+                group: g.to_string(),
+                flows: xs.len(),
+                total_goodput_bps: xs.iter().sum(),
+                jain: jain_index(&xs),
+            })
+            .collect();
+        let c = self.net.counters;
+        Results {
+            scenario: self.scenario.name.clone(),
+            seed: self.seed,
+            flows: ft,
+            links: lt,
+            flow_series: self.flow_series.clone(),
+            link_series: self.link_series.clone(),
+            fairness,
+            stats: RunStats {
+                simulated_s: now.as_secs_f64(),
+                events: self.net.sched.events_processed(),
+                packets_created: c.created,
+                packets_delivered: c.delivered,
+                packets_dropped: c.dropped_queue,
+                packets_lost_on_wire: c.dropped_wire,
+                packets_in_flight: self.net.in_links(),
+                peak_packets: self.net.pool.capacity_used() as u64,
+            },
+        }
+    }
+}
+
+/// Unused traffic variants are still matched here so adding one is a compile error elsewhere.
+#[allow(dead_code)]
+fn _traffic_is_exhaustive(t: Traffic) -> bool {
+    matches!(
+        t,
+        Traffic::Bulk | Traffic::Transfer(_) | Traffic::OnOff { .. }
+    )
+}
