@@ -1,0 +1,48 @@
+# pathweave: the two commands are `make demo` (set up, run the headline simulation) and
+# `make test` (set up, run every test). Everything installs into .venv and target/.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
+
+.PHONY: setup demo test test-rust test-python lint bench slow clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# Build the Rust extension in release mode and install the package with its test extras.
+$(STAMP): $(BIN)/python $(RUST_SOURCES)
+	$(BIN)/pip install --quiet 'maturin>=1.7,<2'
+	$(BIN)/maturin develop --release --quiet -E test
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/pathweave run scenarios/dumbbell.toml --out results/demo --plot
+
+test: setup test-rust test-python
+
+test-rust:
+	cargo test --release --workspace --exclude pathweave-py
+
+test-python: setup
+	$(BIN)/pytest
+
+lint: setup
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests bench
+
+# Slow reproductions and cross-checks (deselected by default).
+slow: setup
+	$(BIN)/pytest -m slow
+
+bench: setup
+	$(BIN)/python bench/dumbbell.py
+
+clean:
+	rm -rf $(VENV) target results

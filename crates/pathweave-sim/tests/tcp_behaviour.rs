@@ -1,0 +1,162 @@
+//! Single-path TCP behaviour against independent references: link capacity, the
+//! Mathis et al. square-root formula, Jain's index, RTT bias, and packet conservation.
+
+mod common;
+use common::*;
+
+/// One Reno flow over a link whose buffer is one bandwidth-delay product: after the first
+/// halving the window never falls below the BDP, so the link stays busy (≥ 95 %).
+#[test]
+fn one_reno_flow_fills_a_bdp_buffered_link() {
+    // 10 Mbps, RTT 2·(20 + 1) ms = 42 ms → BDP = 52.5 kB ≈ 51 packets of 1040 B.
+    let sc = scenario(
+        r#"
+duration = "60s"
+[[link]]
+name = "access"
+rate = "1Gbps"
+delay = "1ms"
+queue = { type = "droptail", limit = "10000pkt" }
+[[link]]
+name = "bn"
+rate = "10Mbps"
+delay = "20ms"
+queue = { type = "droptail", limit = "51pkt" }
+[[flow]]
+name = "reno"
+path = ["access", "bn"]
+"#,
+    );
+    let r = run(&sc, None);
+    let l = link_row(&r, "bn");
+    assert!(
+        r.links.utilization[l] >= 0.95,
+        "utilisation {}",
+        r.links.utilization[l]
+    );
+    // Goodput is the payload share of the wire rate: at most 10 Mbps · 1000/1040.
+    let payload_rate = 10e6 * 1000.0 / 1040.0;
+    let g = r.flows.goodput_bps[0];
+    assert!((0.95 * payload_rate..=payload_rate).contains(&g), "{g}");
+}
+
+/// Mathis, Semke, Mahdavi & Ott (1997): a Reno flow with random loss p gets
+/// MSS/RTT·√(3/(2p)). Ample buffers and a fast link keep the RTT at its base value.
+#[test]
+fn reno_under_random_loss_follows_the_square_root_formula() {
+    for p in [0.001f64, 0.01] {
+        let sc = scenario(&format!(
+            r#"
+duration = "200s"
+[[link]]
+name = "lossy"
+rate = "1Gbps"
+delay = "25ms"
+loss = {p}
+queue = {{ type = "droptail", limit = "100000pkt" }}
+[[flow]]
+name = "reno"
+path = ["lossy"]
+"#
+        ));
+        let r = run(&sc, Some(3));
+        let rtt = 0.050;
+        let predicted = 1000.0 * 8.0 / rtt * (3.0 / (2.0 * p)).sqrt();
+        let got = r.flows.goodput_bps[0];
+        let err = (got - predicted).abs() / predicted;
+        assert!(
+            err <= 0.25,
+            "p = {p}: goodput {got:.0} vs formula {predicted:.0} ({:.1} %)",
+            err * 100.0
+        );
+    }
+}
+
+fn jain_of(r: &pathweave_sim::Results) -> f64 {
+    pathweave_sim::results::jain_index(&r.flows.goodput_bps)
+}
+
+/// Equal-RTT flows sharing one bottleneck converge to equal shares (Chiu & Jain 1989):
+/// Jain's index ≥ 0.95 over 100 s, on drop-tail and on RED.
+#[test]
+fn equal_rtt_flows_share_fairly_on_droptail_and_red() {
+    for n in [2usize, 8, 32] {
+        for queue in [
+            r#"{ type = "droptail", limit = "100pkt" }"#,
+            r#"{ type = "red", limit = "100pkt", min_th = 10, max_th = 30 }"#,
+        ] {
+            let sc = scenario(&dumbbell(n, "20Mbps", "20ms", queue, "2ms", 100));
+            let r = run(&sc, None);
+            let j = jain_of(&r);
+            assert!(j >= 0.95, "n = {n}, queue {queue}: Jain {j:.4}");
+            let l = link_row(&r, "bn");
+            assert!(
+                r.links.utilization[l] > 0.8,
+                "n = {n}: utilisation {}",
+                r.links.utilization[l]
+            );
+        }
+    }
+}
+
+/// Reno's rate is inversely proportional to RTT at equal loss rate; with RED (loss roughly
+/// equal per packet) the short flow of half the RTT gets between 1.5× and 3× the long one.
+#[test]
+fn halving_the_rtt_roughly_doubles_the_share() {
+    let sc = scenario(
+        r#"
+duration = "100s"
+[[link]]
+name = "bn"
+rate = "20Mbps"
+delay = "5ms"
+queue = { type = "red", limit = "100pkt", min_th = 10, max_th = 30 }
+[[link]]
+name = "near"
+rate = "1Gbps"
+delay = "10ms"
+queue = { type = "droptail", limit = "10000pkt" }
+[[link]]
+name = "far"
+rate = "1Gbps"
+delay = "25ms"
+queue = { type = "droptail", limit = "10000pkt" }
+[[flow]]
+name = "short"
+path = ["near", "bn"]
+[[flow]]
+name = "long"
+path = ["far", "bn"]
+start = "7ms"
+"#,
+    );
+    // Base RTTs: 2·(10+5) = 30 ms and 2·(25+5) = 60 ms.
+    let r = run(&sc, None);
+    let ratio =
+        r.flows.goodput_bps[flow_row(&r, "short")] / r.flows.goodput_bps[flow_row(&r, "long")];
+    assert!((1.5..=3.0).contains(&ratio), "short/long = {ratio:.3}");
+}
+
+/// Under saturating load RED keeps its average queue between min_th and max_th.
+#[test]
+fn red_average_stays_between_the_thresholds_under_load() {
+    let sc = scenario(&dumbbell(
+        16,
+        "10Mbps",
+        "20ms",
+        r#"{ type = "red", limit = "200pkt", min_th = 20, max_th = 60, max_p = 0.1, w_q = 0.002 }"#,
+        "2ms",
+        100,
+    ));
+    let r = run(&sc, None);
+    let bn = 0u32; // the bottleneck is link 0, forward direction
+    let s = &r.link_series;
+    let avgs: Vec<f64> = (0..s.time_s.len())
+        .filter(|&k| s.link[k] == bn && s.time_s[k] >= 20.0)
+        .map(|k| s.red_average[k])
+        .collect();
+    let mean = avgs.iter().sum::<f64>() / avgs.len() as f64;
+    assert!(mean > 20.0 && mean < 60.0, "mean RED average {mean:.2}");
+    let l = link_row(&r, "bn");
+    assert!(r.links.drops_early[l] > 0, "RED made early drops");
+}
