@@ -150,6 +150,32 @@ mod tests {
     }
 
     #[test]
+    fn pops_come_out_sorted_by_time_then_insertion() {
+        let mut s = Scheduler::new();
+        let mut x: u64 = 12345;
+        let mut pushed = Vec::new();
+        for k in 0..2000usize {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let t = Instant((x >> 33) % 500);
+            let c = ComponentId::new(Kind::Link, k % 1000);
+            s.push(t, c);
+            pushed.push((t, k, c));
+            if k % 3 == 0 {
+                // Interleave pops with pushes, as the engine does.
+                let got = s.pop_until(Instant::MAX).unwrap();
+                pushed.sort();
+                let want = pushed.remove(0);
+                assert_eq!(got, (want.0, want.2));
+            }
+        }
+        pushed.sort();
+        for want in pushed {
+            assert_eq!(s.pop_until(Instant::MAX), Some((want.0, want.2)));
+        }
+        assert_eq!(s.pop_until(Instant::MAX), None);
+    }
+
+    #[test]
     fn rearming_later_keeps_one_event_and_earlier_leaves_a_stale_one() {
         let mut s = Scheduler::new();
         let c = ComponentId::new(Kind::Sender, 0);

@@ -167,7 +167,11 @@ impl Red {
             None => 0,
         };
         // avg·(1−w_q)^(m+1) + w_q·q
-        let decay = (1.0 - self.p.w_q).powi((m + 1).min(i32::MAX as i64) as i32);
+        let decay = if m == 0 {
+            1.0 - self.p.w_q
+        } else {
+            (1.0 - self.p.w_q).powi((m + 1).min(i32::MAX as i64) as i32)
+        };
         self.avg = self.avg * decay + self.p.w_q * qlen;
         self.count += 1;
         self.count_bytes += size as u64;
