@@ -181,8 +181,10 @@ main(int argc, char* argv[])
         "Gentle", BooleanValue(true),         // ns-2 gentle_ true (scenario setting)
         "Wait", BooleanValue(true),           // ns-2 default wait_ true
         "MeanPktSize", UintegerValue(1040),   // ns-2 mean_pktsize_, set to 1000 B + 40 B TCP/IP
-        // Only read when Cautious == 3 (ns-2 cautious_); ns-3's default
-        // Cautious 0 decays the average by idle_time * C / MeanPktSize like ns-2.
+        // Idle decay (always on in ns-3 RED, as in ns-2): after an idle
+        // period the average is aged by m = idle_time * LinkBandwidth /
+        // (8 * MeanPktSize) packet times.  IdlePktSize would only matter for
+        // ns-2's cautious_ == 3 mode, which ns-3 hard-wires off.
         "IdlePktSize", UintegerValue(0),
         // Idle decay uses the link speed/delay (ns-2 takes them from the link).
         "LinkBandwidth", DataRateValue(kBottleneckRate),
@@ -315,7 +317,10 @@ main(int argc, char* argv[])
     js << "  \"bottleneck_tx_packets\": " << g_bnTxPackets << ",\n";
     js << "  \"bottleneck_tx_bytes\": " << g_bnTxBytes << ",\n";
     js << "  \"bottleneck_max_frame_bytes\": " << g_bnMaxPktBytes << ",\n";
-    js << "  \"red_drops\": " << (earlyDrops + forcedDrops) << ",\n";
+    // red_drops = every packet the RED queue disc dropped: early (probabilistic)
+    // + forced (avg above 2*MaxTh with Gentle) + queue-limit overflow.  ns-2's
+    // RED counts the last two together as "forced"; ns-3 reports them apart.
+    js << "  \"red_drops\": " << (earlyDrops + forcedDrops + qlimDrops) << ",\n";
     js << "  \"red_early_drops\": " << earlyDrops << ",\n";
     js << "  \"red_forced_drops\": " << forcedDrops << ",\n";
     js << "  \"red_queue_limit_drops\": " << qlimDrops << ",\n";
