@@ -155,7 +155,9 @@ mod tests {
         let mut x: u64 = 12345;
         let mut pushed = Vec::new();
         for k in 0..2000usize {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let t = Instant((x >> 33) % 500);
             let c = ComponentId::new(Kind::Link, k % 1000);
             s.push(t, c);

@@ -315,4 +315,52 @@ mod tests {
             Verdict::Enqueue
         );
     }
+
+    #[test]
+    fn byte_mode_scales_thresholds_limit_and_probability_by_packet_size() {
+        // mean_pktsize 1000: min_th 5 → 5000 B, max_th 15 → 15000 B, limit 50 → 50000 B.
+        let p = RedParams {
+            w_q: 1.0,
+            max_p: 1.0,
+            bytes: true,
+            mean_pktsize: 1000,
+            ..RedParams::default()
+        };
+        let mut red = Red::new(p, Bandwidth::from_bps(1));
+        let mut draw = || 0.3;
+        // 4000 B waiting: below min_th in bytes although 40 packets would be far above it.
+        assert_eq!(
+            red.on_arrival(Instant(0), 40, 4000, 1000, None, &mut draw),
+            Verdict::Enqueue
+        );
+        // 10000 B: p_b = 0.5; first arrival above min_th is spared, count_bytes restarts at 500.
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 10_000, 500, None, &mut draw),
+            Verdict::Enqueue
+        );
+        // count_bytes 1000, then 1500: count = ⌊bytes/1000⌋ = 1, p_b·count < 1 with wait → p_a = 0.
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 10_000, 500, None, &mut draw),
+            Verdict::Enqueue
+        );
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 10_000, 500, None, &mut draw),
+            Verdict::Enqueue
+        );
+        // A 1000 B packet: count_bytes 2500 → count 2 → p_a = 0.5/(2−1) = 0.5, times 1000/1000.
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 10_000, 1000, None, &mut draw),
+            Verdict::EarlyDrop
+        );
+        // The drop restarted the count; a 500 B packet now: count 0 → p_a = 0.
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 10_000, 500, None, &mut draw),
+            Verdict::Enqueue
+        );
+        // 50000 B waiting: the byte limit.
+        assert_eq!(
+            red.on_arrival(Instant(0), 10, 50_000, 1000, None, &mut draw),
+            Verdict::Overflow
+        );
+    }
 }

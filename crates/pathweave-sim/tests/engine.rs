@@ -244,3 +244,97 @@ path = ["l"]
     assert!((acks(&every) - 1.0).abs() < 0.02, "{}", acks(&every));
     assert!((acks(&delayed) - 0.5).abs() < 0.05, "{}", acks(&delayed));
 }
+
+/// RFC 6298 §5.5: each timeout doubles the RTO. During a 10 s outage starting at 5 s the
+/// timer fires at about 5.2, 5.6, 6.4, 8.0 and 11.2 s (minimum RTO 200 ms), so the flow
+/// times out a handful of times, not fifty, and its next retry comes only near 17.6 s.
+#[test]
+fn timeouts_back_off_exponentially_during_an_outage() {
+    let text = ONE_LINK.replace("EVENTS", "[[link.event]]\nat = \"5s\"\ndown = \"10s\"");
+    let text = text
+        .replace("duration = \"20s\"", "duration = \"30s\"")
+        .replace("sample_interval = \"1s\"", "sample_interval = \"500ms\"");
+    let r = run(&scenario(&text), None);
+    let t = r.flows.timeouts[0];
+    assert!((4..=8).contains(&t), "timeouts {t}");
+    // A down link holds arrivals, so the last retransmission waits in its queue and goes out
+    // as soon as the link returns at 15 s: delivery resumes at once.
+    assert!(
+        rate_in(&r, 15.0, 16.0) > 0.0,
+        "the held retransmission was delivered"
+    );
+    assert!(
+        rate_in(&r, 20.0, 30.0) > 0.9 * 10e6 * 1000.0 / 1040.0,
+        "the flow resumed"
+    );
+}
+
+#[test]
+fn an_onoff_source_is_silent_while_off() {
+    let sc = scenario(
+        r#"
+duration = "20s"
+sample_interval = "100ms"
+[tcp]
+recovery = "sack"
+[[link]]
+name = "l"
+rate = "10Mbps"
+delay = "5ms"
+queue = { type = "droptail", limit = "100pkt" }
+[[flow]]
+name = "f"
+path = ["l"]
+traffic = { type = "onoff", on = "1s", off = "3s" }
+"#,
+    );
+    let r = run(&sc, None);
+    let s = &r.flow_series;
+    // On during [0,1), [4,5), …; off in between. A second is ample to finish loss recovery
+    // and drain the queue, so from 2 s into each cycle until the next on period nothing moves.
+    let mut on_samples = 0;
+    for k in 0..s.time_s.len() {
+        let t = s.time_s[k];
+        let phase = t % 4.0;
+        if (2.05..=3.95).contains(&phase) {
+            assert_eq!(s.rate_bps[k], 0.0, "sending while off at {t}");
+        }
+        if (0.3..=0.95).contains(&phase) && s.rate_bps[k] > 5e6 {
+            on_samples += 1;
+        }
+    }
+    assert!(on_samples >= 20, "busy while on: {on_samples} samples");
+}
+
+#[test]
+fn a_byte_limited_droptail_queue_holds_at_most_its_bytes() {
+    let sc = scenario(
+        r#"
+duration = "20s"
+sample_interval = "10ms"
+[[link]]
+name = "a"
+rate = "1Gbps"
+delay = "1ms"
+queue = { type = "droptail", limit = "10000pkt" }
+[[link]]
+name = "l"
+rate = "10Mbps"
+delay = "10ms"
+queue = { type = "droptail", limit = "20KB" }
+[[flow]]
+name = "f"
+path = ["a", "l"]
+"#,
+    );
+    let r = run(&sc, None);
+    let s = &r.link_series;
+    let max = (0..s.time_s.len())
+        .filter(|&k| s.link[k] == 2)
+        .map(|k| s.queue_bytes[k])
+        .max()
+        .unwrap();
+    assert!(max <= 20_000, "{max}");
+    assert!(max >= 20_000 - 2 * 1040, "the buffer fills up: {max}");
+    assert!(r.links.drops_overflow[2] > 0);
+}
