@@ -87,8 +87,10 @@ impl Parser<'_> {
 pub fn split_unit(s: &str) -> (&str, &str) {
     let t = s.trim();
     let cut = t
-        .rfind(|c: char| !c.is_ascii_alphabetic() && c != '/')
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !c.is_ascii_alphabetic() && c != '/')
+        .map_or(0, |(i, c)| i + c.len_utf8());
     (t[..cut].trim(), &t[cut..])
 }
 
@@ -167,5 +169,9 @@ mod tests {
         assert!(parse_with_units("20", TIME_UNITS)
             .unwrap_err()
             .contains("unit is required"));
+        // Non-ASCII text is an error, not a panic.
+        assert!(parse_with_units("1é", TIME_UNITS).is_err());
+        assert!(parse_with_units("é", TIME_UNITS).is_err());
+        assert!(parse_with_units("5 µs", TIME_UNITS).is_err());
     }
 }

@@ -1,0 +1,33 @@
+//! `pathweave._core`: the PyO3 glue between the pathweave simulator and Python.
+//!
+//! Glue only: no simulation logic lives here. The module exposes
+//! * `load_scenario(path)` and `parse_scenario(text, label)` returning a [`Scenario`];
+//! * `Simulation(scenario, seed)`, advanced in steps with the interpreter released;
+//! * `PathweaveError` and its subclass `ScenarioError` (see [`errors`]).
+//!
+//! Results cross as dicts of columns ([`results`]); the typed facade in `python/pathweave`
+//! turns them into pandas DataFrames. `python/pathweave/_core.pyi` describes this module and
+//! must change with it.
+//!
+//! [`Scenario`]: scenario::PyScenario
+
+mod errors;
+mod results;
+mod scenario;
+mod simulation;
+
+use pyo3::prelude::*;
+
+/// Native core of pathweave (private: use the `pathweave` package).
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("PathweaveError", py.get_type::<errors::PathweaveError>())?;
+    m.add("ScenarioError", py.get_type::<errors::ScenarioError>())?;
+    m.add_class::<scenario::PyScenario>()?;
+    m.add_class::<simulation::PySimulation>()?;
+    m.add_function(wrap_pyfunction!(scenario::load_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::parse_scenario, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! `pathweave._core.Scenario`: a validated scenario, immutable from Python.
+//!
+//! Quantities cross the boundary as plain floats whose names carry the unit (`duration_s`).
+
+use crate::errors::{guard, pathweave_error, scenario_error};
+use pathweave_sim::scenario::FlowKind;
+use pathweave_sim::Scenario;
+use pyo3::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// A validated scenario, read from a TOML file or text.
+///
+/// Build one with `load_scenario` or `parse_scenario`; it cannot be changed afterwards.
+#[pyclass(module = "pathweave._core", name = "Scenario", frozen)]
+pub(crate) struct PyScenario {
+    pub(crate) inner: Scenario,
+}
+
+#[pymethods]
+impl PyScenario {
+    /// The scenario's name (its `name` field, else the file's stem).
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Free text from the `description` field ("" when absent).
+    #[getter]
+    fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    /// Simulated time in seconds.
+    #[getter]
+    fn duration_s(&self) -> f64 {
+        self.inner.duration.as_secs_f64()
+    }
+
+    /// The scenario's own seed, used when a run is given none.
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.inner.seed
+    }
+
+    /// Interval between time-series samples, in seconds.
+    #[getter]
+    fn sample_interval_s(&self) -> f64 {
+        self.inner.sample_interval.as_secs_f64()
+    }
+
+    /// Flow names in scenario order (after `count` expansion).
+    #[getter]
+    fn flow_names(&self) -> Vec<String> {
+        self.inner.flows.iter().map(|f| f.name.clone()).collect()
+    }
+
+    /// Each flow's segment payload size in bytes, in scenario order; None for a CBR flow.
+    #[getter]
+    fn flow_mss_bytes(&self) -> Vec<Option<u32>> {
+        self.inner
+            .flows
+            .iter()
+            .map(|f| match &f.kind {
+                FlowKind::Tcp { cfg, .. } => Some(cfg.mss),
+                FlowKind::Cbr { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Link names in scenario order (after `count` expansion).
+    #[getter]
+    fn link_names(&self) -> Vec<String> {
+        self.inner.links.iter().map(|l| l.name.clone()).collect()
+    }
+
+    /// Where the scenario came from: the file path, or the label given to `parse_scenario`.
+    #[getter]
+    fn source(&self) -> &str {
+        &self.inner.source
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Scenario(name={:?}, duration_s={}, flows={}, links={}, source={:?})",
+            self.inner.name,
+            self.inner.duration.as_secs_f64(),
+            self.inner.flows.len(),
+            self.inner.links.len(),
+            self.inner.source
+        )
+    }
+}
+
+/// Wrap the outcome of loading or parsing, mapping both errors and panics.
+fn finish(
+    py: Python<'_>,
+    outcome: Result<Result<Scenario, pathweave_sim::ScenarioError>, String>,
+) -> PyResult<PyScenario> {
+    match outcome {
+        Ok(Ok(inner)) => Ok(PyScenario { inner }),
+        Ok(Err(e)) => Err(scenario_error(py, &e)),
+        Err(panic) => Err(pathweave_error(panic)),
+    }
+}
+
+/// Read and validate a scenario file.
+///
+/// Raises ScenarioError (with `file`, `field`, `value` and `message` set) when the file cannot
+/// be read or is not a valid scenario.
+#[pyfunction]
+pub(crate) fn load_scenario(py: Python<'_>, path: PathBuf) -> PyResult<PyScenario> {
+    finish(py, guard(|| Scenario::load(&path)))
+}
+
+/// Validate scenario text; `label` stands for the file name in error messages.
+///
+/// An unnamed scenario takes the stem of `label` as its name, or "unnamed" when the label is
+/// not a file name (such as the default "<string>").
+#[pyfunction]
+#[pyo3(signature = (text, label = "<string>"))]
+pub(crate) fn parse_scenario(py: Python<'_>, text: &str, label: &str) -> PyResult<PyScenario> {
+    let default_name = match Path::new(label).file_stem() {
+        Some(stem) if !label.starts_with('<') => stem.to_string_lossy().into_owned(),
+        _ => "unnamed".to_string(),
+    };
+    finish(py, guard(|| Scenario::parse(text, label, &default_name)))
+}

@@ -1,0 +1,172 @@
+//! `pathweave._core.Simulation`: one run of one scenario, advanced from Python in steps.
+//!
+//! Invariants:
+//! * simulated time only moves forward: `advance` to a time before `now_s` does nothing;
+//! * the interpreter is released (`py.detach`) while events are processed, so other Python
+//!   threads keep running;
+//! * a panic inside the simulator is caught and the object is marked broken: every later call
+//!   raises `PathweaveError` instead of touching state the panic may have left inconsistent.
+
+use crate::errors::{guard, pathweave_error};
+use crate::results::results_dict;
+use crate::scenario::PyScenario;
+use pathweave_cc::Instant;
+use pathweave_sim::Simulation;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::panic::AssertUnwindSafe;
+
+/// A running simulation of a scenario.
+///
+/// `Simulation(scenario, seed=None)` builds the network; `seed` overrides the scenario's own.
+/// Call `advance(until_s)` until `finished`, then `results()`. Use one Simulation from one
+/// thread at a time: while `advance` runs, other threads may run Python code but calls on this
+/// object raise RuntimeError (already borrowed).
+#[pyclass(module = "pathweave._core", name = "Simulation")]
+pub(crate) struct PySimulation {
+    /// None once a panic has made the state untrustworthy.
+    sim: Option<Simulation>,
+    scenario: Py<PyScenario>,
+    seed: u64,
+}
+
+// `advance` moves `&mut Simulation` to a thread-agnostic closure while the interpreter is
+// released, and Python objects may be used from any thread: both need these bounds.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Simulation>();
+};
+
+const BROKEN: &str = "this simulation stopped after an internal error; start a new one";
+
+impl PySimulation {
+    fn sim(&self) -> PyResult<&Simulation> {
+        self.sim.as_ref().ok_or_else(|| pathweave_error(BROKEN))
+    }
+
+    /// Run `f` on the simulation, catching a panic and marking the simulation broken if one
+    /// happens.
+    fn with_sim<T>(&mut self, f: impl FnOnce(&mut Simulation) -> T) -> PyResult<T> {
+        let sim = self.sim.as_mut().ok_or_else(|| pathweave_error(BROKEN))?;
+        match guard(AssertUnwindSafe(|| f(sim))) {
+            Ok(v) => Ok(v),
+            Err(message) => {
+                self.sim = None;
+                Err(pathweave_error(message))
+            }
+        }
+    }
+}
+
+fn seconds(t: Instant) -> f64 {
+    t.0 as f64 / 1e9
+}
+
+#[pymethods]
+impl PySimulation {
+    #[new]
+    #[pyo3(signature = (scenario, seed = None))]
+    fn new(scenario: Bound<'_, PyScenario>, seed: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+        let seed = match seed {
+            None => None,
+            Some(s) => Some(s.extract::<u64>().map_err(|_| {
+                PyValueError::new_err(format!(
+                    "seed must be an integer from 0 to 2**64 - 1, not {}",
+                    s.repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
+                ))
+            })?),
+        };
+        let spec = &scenario.get().inner;
+        let sim =
+            guard(AssertUnwindSafe(|| Simulation::new(spec, seed))).map_err(pathweave_error)?;
+        Ok(PySimulation {
+            seed: seed.unwrap_or(spec.seed),
+            sim: Some(sim),
+            scenario: scenario.unbind(),
+        })
+    }
+
+    /// Run until simulated time `until_s` (seconds) or the end, whichever comes first.
+    ///
+    /// The interpreter is released while it runs. A time at or before `now_s` does nothing;
+    /// `float("inf")` runs to the end. Raises ValueError for NaN or a negative time.
+    fn advance(&mut self, py: Python<'_>, until_s: f64) -> PyResult<()> {
+        if until_s.is_nan() || until_s < 0.0 {
+            return Err(PyValueError::new_err(format!(
+                "until_s must be a time in seconds ≥ 0, not {until_s}"
+            )));
+        }
+        let sim = self.sim()?;
+        let (now, end) = (sim.now(), sim.end());
+        // Saturating float-to-int conversion: infinity and huge times land on the end.
+        let target = Instant((until_s * 1e9).round() as u64).min(end);
+        if target <= now {
+            return Ok(());
+        }
+        py.detach(|| self.with_sim(|s| s.run_until(target)))
+    }
+
+    /// Current simulated time in seconds.
+    #[getter]
+    fn now_s(&self) -> PyResult<f64> {
+        Ok(seconds(self.sim()?.now()))
+    }
+
+    /// Simulated time at which the run ends, in seconds.
+    #[getter]
+    fn end_s(&self) -> PyResult<f64> {
+        Ok(seconds(self.sim()?.end()))
+    }
+
+    /// Whether the run has reached its end.
+    #[getter]
+    fn finished(&self) -> PyResult<bool> {
+        Ok(self.sim()?.finished())
+    }
+
+    /// Events processed so far.
+    #[getter]
+    fn events(&self) -> PyResult<u64> {
+        Ok(self.sim()?.events())
+    }
+
+    /// The seed in use (the one given, else the scenario's).
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The scenario being run.
+    #[getter]
+    fn scenario(&self, py: Python<'_>) -> Py<PyScenario> {
+        self.scenario.clone_ref(py)
+    }
+
+    /// Results at the current time: a dict of tables (see the type stub for the layout).
+    fn results<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let results = py.detach(|| self.with_sim(|s| s.results()))?;
+        results_dict(py, &results)
+    }
+
+    /// Check that every packet sent is accounted for (delivered, dropped or still in a link).
+    ///
+    /// Raises PathweaveError naming the first flow that breaks conservation.
+    fn check_conservation(&mut self) -> PyResult<()> {
+        self.with_sim(|s| s.check_conservation())?
+            .map_err(|e| pathweave_error(format!("packet conservation violated: {e}")))
+    }
+
+    fn __repr__(&self) -> String {
+        let name = &self.scenario.get().inner.name;
+        match &self.sim {
+            Some(s) => format!(
+                "Simulation(scenario={name:?}, seed={}, now_s={}, end_s={})",
+                self.seed,
+                seconds(s.now()),
+                seconds(s.end())
+            ),
+            None => format!("Simulation(scenario={name:?}, seed={}, broken)", self.seed),
+        }
+    }
+}

@@ -1,0 +1,5 @@
+"""``python -m pathweave``: the same as the ``pathweave`` command."""
+
+from pathweave.cli import main
+
+raise SystemExit(main())

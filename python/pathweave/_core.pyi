@@ -1,0 +1,111 @@
+"""Type stub for ``pathweave._core``, the native (Rust) core. Private: use ``pathweave``.
+
+Results cross as plain containers: ``Simulation.results()`` returns a dict of tables, each a
+dict from column name to column. A numeric column is a ``(dtype, data)`` tuple, ``data``
+being a bytearray of the values, little-endian (``numpy.frombuffer(data, dtype)`` rebuilds
+the column without copying); a string column is a ``list[str]``. Column names carry their
+unit (``goodput_bps``, ``time_s``).
+"""
+
+import os
+from typing import Final, TypeAlias, TypedDict, final
+
+__all__ = [
+    "PathweaveError",
+    "Scenario",
+    "ScenarioError",
+    "Simulation",
+    "__version__",
+    "load_scenario",
+    "parse_scenario",
+]
+
+__version__: Final[str]
+
+# Stub-only names (private, so stubtest does not look for them at run time).
+_NumericColumn: TypeAlias = tuple[str, bytearray]
+"""``(dtype, data)``: a numpy dtype string (``"<f8"``, ``"<u8"``, ``"<u4"``) and the values."""
+_Column: TypeAlias = _NumericColumn | list[str]
+_Table: TypeAlias = dict[str, _Column]
+
+class _Results(TypedDict):
+    """What ``Simulation.results()`` returns."""
+
+    scenario: str
+    seed: int
+    flows: _Table
+    links: _Table
+    flow_series: _Table
+    link_series: _Table
+    fairness: _Table
+    stats: dict[str, int | float]
+
+class PathweaveError(Exception):
+    """Base class of every error raised by pathweave."""
+
+class ScenarioError(PathweaveError):
+    """A scenario could not be read or is invalid; ``str()`` is the full message."""
+
+    file: str | None
+    """The file (or label) the scenario came from."""
+    field: str | None
+    """The field's path, such as ``link[0].rate``; None for unreadable files and bad TOML."""
+    value: str | None
+    """The bad value as written; None unless a value was given."""
+    message: str | None
+    """What is wrong and what is allowed."""
+
+@final
+class Scenario:
+    """A validated scenario. Immutable; build one with ``load_scenario``/``parse_scenario``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def sample_interval_s(self) -> float: ...
+    @property
+    def flow_names(self) -> list[str]: ...
+    @property
+    def flow_mss_bytes(self) -> list[int | None]:
+        """Segment payload size per flow; None for a CBR flow."""
+    @property
+    def link_names(self) -> list[str]: ...
+    @property
+    def source(self) -> str: ...
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Read and validate a scenario file; raises ScenarioError."""
+
+def parse_scenario(text: str, label: str = "<string>") -> Scenario:
+    """Validate scenario text; ``label`` names it in error messages. Raises ScenarioError."""
+
+@final
+class Simulation:
+    """One run of a scenario, advanced in steps with the interpreter released."""
+
+    def __new__(cls, scenario: Scenario, seed: int | None = None) -> Simulation: ...
+    def advance(self, until_s: float) -> None:
+        """Run to simulated time ``until_s`` (capped at the end; earlier times do nothing)."""
+    @property
+    def now_s(self) -> float: ...
+    @property
+    def end_s(self) -> float: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def scenario(self) -> Scenario: ...
+    def results(self) -> _Results:
+        """Results at the current time: the tables ``flows``, ``links``, ``flow_series``,
+        ``link_series`` and ``fairness``, plus ``scenario``, ``seed`` and ``stats``."""
+    def check_conservation(self) -> None:
+        """Raise PathweaveError if some packet is unaccounted for."""

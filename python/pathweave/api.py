@@ -1,0 +1,329 @@
+"""Run scenarios and hold their results.
+
+``run`` drives a native ``Simulation`` in chunks of simulated time. Each chunk runs in Rust
+with the interpreter released; between chunks Python reports progress and notices Ctrl-C.
+Chunks are sized to take about a tenth of a second of wall time, whatever the scenario.
+
+``Result`` turns the columns that cross from Rust into pandas DataFrames and writes them to
+a directory atomically: into a hidden sibling first, renamed into place only once complete.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pathweave import _core
+from pathweave._core import Scenario, Simulation
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from rich.progress import Progress as RichProgress
+
+# numpy and pandas are imported where results are built, not here: `pathweave validate` and
+# error paths of the command line then start in a fraction of the time.
+
+__all__ = ["TABLES", "Progress", "Result", "check_output_directory", "load", "parse", "run"]
+
+TABLES = ("flows", "links", "flow_series", "link_series", "fairness")
+"""The tables of a result, in the order they are written."""
+
+Format = Literal["parquet", "csv"]
+
+# Wall time each chunk of simulated time should take: short enough for a lively progress bar
+# and a prompt Ctrl-C, long enough that the per-chunk overhead does not matter.
+_CHUNK_WALL_S = 0.1
+# Wall time before a progress bar appears: short runs finish without one.
+_PROGRESS_DELAY_S = 2.0
+
+
+def load(path: str | os.PathLike[str]) -> Scenario:
+    """Read and validate a scenario file. Raises ``ScenarioError``."""
+    return _core.load_scenario(path)
+
+
+def parse(text: str, label: str = "<string>") -> Scenario:
+    """Validate scenario text; ``label`` names it in error messages. Raises ``ScenarioError``."""
+    return _core.parse_scenario(text, label)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a run has got, as passed to an ``on_progress`` callback."""
+
+    now_s: float
+    """Simulated time reached."""
+    end_s: float
+    """Simulated time at which the run ends."""
+    events: int
+    """Events processed so far."""
+    wall_s: float
+    """Wall time since the run started."""
+
+    @property
+    def fraction(self) -> float:
+        """Share of the run done, from 0 to 1."""
+        return self.now_s / self.end_s if self.end_s > 0 else 1.0
+
+
+def run(
+    scenario: str | os.PathLike[str] | Scenario,
+    seed: int | None = None,
+    progress: bool = False,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> Result:
+    """Run a scenario to its end and return its results.
+
+    ``scenario`` is a ``Scenario`` or the path of a scenario file. ``seed`` overrides the
+    scenario's own seed. With ``progress=True`` a progress bar appears on stderr once the run
+    has taken more than about two seconds. ``on_progress`` is called after every chunk of
+    simulated time (a few times a second). Raises ``ScenarioError`` for a bad scenario file and
+    ``PathweaveError`` if the simulator fails its packet-conservation check.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load(scenario)
+    sim = Simulation(scenario, seed)
+    bar = _LazyProgressBar() if progress else None
+    start = time.perf_counter()
+    try:
+        for p in _advance(sim, start):
+            if bar is not None:
+                bar.update(p)
+            if on_progress is not None:
+                on_progress(p)
+    finally:
+        if bar is not None:
+            bar.close()
+    wall_s = time.perf_counter() - start
+    sim.check_conservation()
+    return Result(scenario, sim.results(), wall_s)
+
+
+def _advance(sim: Simulation, start: float) -> Iterator[Progress]:
+    """Advance ``sim`` to its end in chunks, yielding progress after each."""
+    end = sim.end_s
+    # Begin small; the step then adapts to the simulator's speed on this scenario.
+    step = max(end / 1000, 1e-6)
+    while not sim.finished:
+        target = sim.now_s + step
+        t0 = time.perf_counter()
+        # The last chunk asks for "the end" itself, so float rounding cannot stop it short.
+        sim.advance(math.inf if target >= end else target)
+        took = time.perf_counter() - t0
+        factor = _CHUNK_WALL_S / took if took > 0 else 4.0
+        step = min(max(step * min(max(factor, 0.25), 4.0), 1e-6), end)
+        yield Progress(sim.now_s, end, sim.events, time.perf_counter() - start)
+
+
+class _LazyProgressBar:
+    """A rich progress bar on stderr that only appears once a run has lasted a while."""
+
+    def __init__(self, delay_s: float = _PROGRESS_DELAY_S) -> None:
+        self._delay_s = delay_s
+        self._bar: RichProgress | None = None
+        self._task: Any = None
+
+    def update(self, p: Progress) -> None:
+        if self._bar is None:
+            if p.wall_s < self._delay_s:
+                return
+            self._start(p)
+        assert self._bar is not None
+        self._bar.update(self._task, completed=p.now_s, wall=p.wall_s)
+
+    def _start(self, p: Progress) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
+
+        # Narrow enough for an 80-column terminal.
+        self._bar = RichProgress(
+            TextColumn("simulating"),
+            BarColumn(bar_width=24),
+            TaskProgressColumn(),
+            TextColumn(
+                "{task.completed:.0f}/{task.total:.0f} s, {task.fields[wall]:.0f} s wall, eta"
+            ),
+            TimeRemainingColumn(),
+            console=Console(file=sys.stderr),
+            transient=True,
+        )
+        self._task = self._bar.add_task("run", total=p.end_s, wall=p.wall_s)
+        self._bar.update(self._task, completed=p.now_s)  # before the first frame is drawn
+        self._bar.start()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _column(column: tuple[str, bytearray] | list[str]) -> np.ndarray[Any, Any] | list[str]:
+    """One column as it crossed from Rust, as numpy array (numbers) or list (strings)."""
+    import numpy as np
+
+    if isinstance(column, tuple):
+        dtype, data = column
+        # The bytearray is writable and owned by nobody else, so the array shares it: no copy.
+        return np.frombuffer(data, dtype=np.dtype(dtype))
+    return column
+
+
+def _frame(table: dict[str, tuple[str, bytearray] | list[str]]) -> pd.DataFrame:
+    """A table as it crossed from Rust, as a DataFrame with the same column order."""
+    import pandas as pd
+
+    return pd.DataFrame({name: _column(col) for name, col in table.items()})
+
+
+class Result:
+    """The results of one run.
+
+    Tables (pandas DataFrames; column names carry their unit):
+
+    * ``flows``: one row per flow, in scenario order;
+    * ``links``: one row per link direction (row ``2·k`` is link ``k`` forward, ``2·k + 1``
+      reverse);
+    * ``flow_series``: one row per flow per sample; ``flow`` is the row of ``flows``;
+    * ``link_series``: one row per sampled link direction per sample; ``link`` is the row of
+      ``links``;
+    * ``fairness``: per group: ``group``, ``flows``, ``total_goodput_bps``, ``jain``.
+    """
+
+    def __init__(self, scenario: Scenario, raw: _core._Results, wall_time_s: float) -> None:
+        self.scenario = scenario
+        """The scenario that was run."""
+        self.scenario_name: str = raw["scenario"]
+        self.seed: int = raw["seed"]
+        self.wall_time_s = wall_time_s
+        """Wall time of the run in seconds (not part of the written tables)."""
+        self.stats: dict[str, int | float] = dict(raw["stats"])
+        """Run-wide counters: ``simulated_s``, ``events``, ``packets_created``, …"""
+        self.flows = _frame(raw["flows"])
+        self.links = _frame(raw["links"])
+        self.flow_series = _frame(raw["flow_series"])
+        self.link_series = _frame(raw["link_series"])
+        self.fairness = _frame(raw["fairness"])
+
+    def __repr__(self) -> str:
+        return (
+            f"Result(scenario={self.scenario_name!r}, seed={self.seed}, "
+            f"flows={len(self.flows)}, simulated_s={self.stats['simulated_s']})"
+        )
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables by name, in the order of ``TABLES``."""
+        return {name: getattr(self, name) for name in TABLES}
+
+    @property
+    def events_per_s(self) -> float:
+        """Events processed per second of wall time."""
+        return self.stats["events"] / self.wall_time_s if self.wall_time_s > 0 else math.inf
+
+    def manifest(self, format: Format = "parquet") -> dict[str, Any]:
+        """What ``run.json`` holds. Only ``wall_time_s`` differs between identical runs."""
+        return {
+            "scenario": self.scenario_name,
+            "source": self.scenario.source,
+            "seed": self.seed,
+            "pathweave_version": _core.__version__,
+            "format": format,
+            "tables": {name: f"{name}.{format}" for name in TABLES},
+            "stats": self.stats,
+            "wall_time_s": self.wall_time_s,
+        }
+
+    def write(
+        self,
+        out_dir: str | os.PathLike[str],
+        format: Format = "parquet",
+        *,
+        plot: bool = False,
+    ) -> Path:
+        """Write every table, ``run.json`` and (with ``plot``) ``run.png`` to ``out_dir``.
+
+        Atomic: the files are written into a hidden sibling directory that is renamed to
+        ``out_dir`` only once complete, so ``out_dir`` is never left half-written. An existing
+        ``out_dir`` is replaced, and only after the new one is complete; to protect other data
+        it must be empty or hold earlier results (a ``run.json``), else ``FileExistsError``.
+        Returns ``out_dir``.
+        """
+        if format not in ("parquet", "csv"):
+            raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
+        target = Path(out_dir)
+        with _atomic_directory(target) as tmp:
+            for name, frame in self.tables().items():
+                path = tmp / f"{name}.{format}"
+                if format == "parquet":
+                    frame.to_parquet(path, engine="pyarrow", index=False)
+                else:
+                    frame.to_csv(path, index=False)
+            if plot:
+                from pathweave.plot import plot_run
+
+                plot_run(self, tmp / "run.png", packets=True)
+            text = json.dumps(self.manifest(format), indent=2, allow_nan=True)
+            (tmp / "run.json").write_text(text + "\n", encoding="utf-8")
+        return target
+
+
+def check_output_directory(target: Path) -> None:
+    """Raise unless ``target`` may receive results: absent, or a directory that is empty or
+    holds earlier results (``run.json``). Writing replaces the whole directory, so anything
+    else there would be lost."""
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise NotADirectoryError(f"{target} exists and is not a directory")
+    if (target / "run.json").is_file() or not any(target.iterdir()):
+        return
+    raise FileExistsError(
+        f"{target} exists and does not hold pathweave results (no run.json); writing would "
+        "replace it, so choose another directory or remove it"
+    )
+
+
+@contextmanager
+def _atomic_directory(target: Path) -> Iterator[Path]:
+    """Yield an empty directory beside ``target``; on success it replaces ``target``.
+
+    On failure the partial directory is removed and ``target`` is left as it was.
+    """
+    check_output_directory(target)
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"
+    tmp.mkdir()  # with the usual permissions (umask applies), unlike tempfile.mkdtemp
+    try:
+        yield tmp
+        _replace_directory(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _replace_directory(new: Path, target: Path) -> None:
+    """Rename ``new`` to ``target``, moving an existing ``target`` aside first."""
+    if not target.exists():
+        new.rename(target)
+        return
+    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
+    target.rename(old)
+    try:
+        new.rename(target)
+    except BaseException:
+        old.rename(target)  # put the previous results back
+        raise
+    shutil.rmtree(old, ignore_errors=True)
