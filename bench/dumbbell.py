@@ -75,7 +75,9 @@ def run_ns3(flows: int, duration_s: float, seed: int = 1, sack: bool = True) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--flows", type=int, nargs="+", default=[8, 64])
     ap.add_argument("--duration", type=float, default=100.0)
     ap.add_argument("--seed", type=int, default=1)
@@ -91,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         pw_pps = pw["bottleneck_packets"] / pw["wall_s"]
         print(f"\n== {n} flows, {args.duration:g} s simulated ==")
         print(
-            f"pathweave: wall {pw['wall_s']:.3f} s, {pw['events'] / pw['wall_s'] / 1e6:.2f} M events/s, "
+            f"pathweave: wall {pw['wall_s']:.3f} s, "
+            f"{pw['events'] / pw['wall_s'] / 1e6:.2f} M events/s, "
             f"{pw_pps / 1e6:.3f} M bottleneck packets/s, peak RSS {pw['peak_rss_mb']:.1f} MB, "
             f"goodput {pw['aggregate_goodput_bps'] / 1e6:.2f} Mbps, Jain {pw['jain']:.4f}"
         )

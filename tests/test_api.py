@@ -361,7 +361,9 @@ def test_advance_releases_the_gil(tmp_path: Path) -> None:
 # sign (NaN and infinity included), with or without a unit, or arbitrary short strings.
 _NUMBER = st.one_of(st.integers(-(10**20), 10**20), st.floats()).map(repr)
 _UNIT = st.sampled_from(["", "bps", "Mbps", "s", "ms", " ms", "ns", "pkt", "B", "MB", "parsecs"])
-_TEXT = st.text(st.characters(exclude_characters='"\\', exclude_categories=["Cs", "Cc"]), max_size=8)
+_TEXT = st.text(
+    st.characters(exclude_characters='"\\', exclude_categories=["Cs", "Cc"]), max_size=8
+)
 _VALUE = st.one_of(
     _NUMBER,
     st.builds(lambda n, u: f'"{n}{u}"', _NUMBER, _UNIT),

@@ -33,7 +33,7 @@ BINARY = HERE / "build" / "dumbbell"
 def build(force: bool = False) -> Path:
     """Build (or check) the ns-3 binary; returns its path. Build logs go to stderr."""
     cmd = ["bash", str(BUILD_SH)] + (["--force"] if force else [])
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(
             f"ns-3 build failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -77,9 +77,7 @@ def run_ns3(
     ]
     env = dict(os.environ)
     env.pop("NS_LOG", None)  # ns-3 logging would flood and slow the run
-    proc = subprocess.run(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=timeout_s
-    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
     if proc.returncode != 0:
         raise RuntimeError(
             f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -93,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=100.0, help="simulated seconds")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sack", action="store_true", help="enable SACK (default: off)")
-    ap.add_argument("--summary", action="store_true", help="also print a one-line summary to stderr")
+    ap.add_argument(
+        "--summary", action="store_true", help="also print a one-line summary to stderr"
+    )
     args = ap.parse_args(argv)
     res = run_ns3(args.flows, args.duration, args.seed, sack=args.sack)
     json.dump(res, sys.stdout, indent=2)

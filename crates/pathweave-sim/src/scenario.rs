@@ -526,8 +526,14 @@ impl Reader<'_> {
                 "tcp",
                 "link",
                 "flow",
+                "sweep",
             ],
         )?;
+        // `[sweep]` describes a grid of variants of this scenario; `pathweave sweep` expands it
+        // and the simulator runs each resolved point, so here it only has to be a table.
+        if let Some(v) = root.get("sweep") {
+            self.table("sweep", v)?;
+        }
         let name = match root.get("name") {
             Some(v) => self.string("name", v)?.to_string(),
             None => default_name.to_string(),
