@@ -59,6 +59,29 @@ FLOW_SERIES_COLUMNS = {
     "srtt_s": "float64",
     "rate_bps": "float64",
 }
+SUBFLOW_COLUMNS = {
+    "flow": "uint32",
+    "subflow": "uint32",
+    "path": "str",
+    "acked_bytes": "uint64",
+    "throughput_bps": "float64",
+    "packets_sent": "uint64",
+    "retransmits": "uint64",
+    "timeouts": "uint64",
+    "loss_events": "uint64",
+    "loss_event_rate": "float64",
+    "mean_cwnd_bytes": "float64",
+    "mean_srtt_s": "float64",
+}
+SUBFLOW_SERIES_COLUMNS = {
+    "time_s": "float64",
+    "flow": "uint32",
+    "subflow": "uint32",
+    "cwnd_bytes": "float64",
+    "ssthresh_bytes": "float64",
+    "srtt_s": "float64",
+    "rate_bps": "float64",
+}
 LINK_SERIES_COLUMNS = {
     "time_s": "float64",
     "link": "uint32",
@@ -114,6 +137,8 @@ def test_run_returns_typed_tables(result: pathweave.Result) -> None:
     _check_columns(result.flows, FLOW_COLUMNS)
     _check_columns(result.links, LINK_COLUMNS)
     _check_columns(result.flow_series, FLOW_SERIES_COLUMNS)
+    _check_columns(result.subflows, SUBFLOW_COLUMNS)
+    _check_columns(result.subflow_series, SUBFLOW_SERIES_COLUMNS)
     _check_columns(result.link_series, LINK_SERIES_COLUMNS)
     _check_columns(result.fairness, FAIRNESS_COLUMNS)
     assert result.scenario_name == "small"
@@ -124,6 +149,17 @@ def test_run_returns_typed_tables(result: pathweave.Result) -> None:
     # 100 samples of 50 ms, one row per flow per sample.
     assert len(result.flow_series) == 2 * 100
     assert set(result.flow_series["flow"]) == {0, 1}
+    # Single-path flows have one subflow each, on the flow's path.
+    assert list(result.subflows["flow"]) == [0, 1]
+    assert list(result.subflows["path"]) == ["access0>bottleneck", "access1>bottleneck"]
+    # A subflow is sampled once it has joined, i.e. from its flow's start on.
+    starts = result.flows["start_s"].to_numpy()
+    sub = result.subflow_series
+    assert (sub["time_s"].to_numpy() >= starts[sub["flow"].to_numpy()]).all()
+    assert len(sub) == sum(
+        int(((result.flow_series["flow"] == f) & (result.flow_series["time_s"] >= s)).sum())
+        for f, s in enumerate(starts)
+    )
     # The sampled link directions are the forward directions of the data paths.
     sampled = sorted(set(result.link_series["link"]))
     assert [result.links["name"].iloc[k] for k in sampled] == ["bottleneck", "access0", "access1"]

@@ -438,6 +438,8 @@ def test_good_scenario_writes_every_file_and_a_summary(tmp_path: Path) -> None:
         "links.parquet",
         "run.json",
         "run.png",
+        "subflow_series.parquet",
+        "subflows.parquet",
     ]
     manifest = json.loads((out / "run.json").read_text())
     assert (manifest["scenario"], manifest["seed"], manifest["format"]) == ("good", 4, "parquet")

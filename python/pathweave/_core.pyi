@@ -34,8 +34,10 @@ class _Results(TypedDict):
     scenario: str
     seed: int
     flows: _Table
+    subflows: _Table
     links: _Table
     flow_series: _Table
+    subflow_series: _Table
     link_series: _Table
     fairness: _Table
     stats: dict[str, int | float]
@@ -105,7 +107,8 @@ class Simulation:
     @property
     def scenario(self) -> Scenario: ...
     def results(self) -> _Results:
-        """Results at the current time: the tables ``flows``, ``links``, ``flow_series``,
-        ``link_series`` and ``fairness``, plus ``scenario``, ``seed`` and ``stats``."""
+        """Results at the current time: the tables ``flows``, ``subflows``, ``links``,
+        ``flow_series``, ``subflow_series``, ``link_series`` and ``fairness``, plus
+        ``scenario``, ``seed`` and ``stats``."""
     def check_conservation(self) -> None:
         """Raise PathweaveError if some packet is unaccounted for."""

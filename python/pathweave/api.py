@@ -36,7 +36,15 @@ if TYPE_CHECKING:
 
 __all__ = ["TABLES", "Progress", "Result", "check_output_directory", "load", "parse", "run"]
 
-TABLES = ("flows", "links", "flow_series", "link_series", "fairness")
+TABLES = (
+    "flows",
+    "subflows",
+    "links",
+    "flow_series",
+    "subflow_series",
+    "link_series",
+    "fairness",
+)
 """The tables of a result, in the order they are written."""
 
 Format = Literal["parquet", "csv"]
@@ -194,9 +202,12 @@ class Result:
     Tables (pandas DataFrames; column names carry their unit):
 
     * ``flows``: one row per flow, in scenario order;
+    * ``subflows``: one row per subflow of each TCP flow (``flow``, ``subflow``, ``path``,
+      ``throughput_bps`` of acknowledged payload, losses, mean cwnd and srtt);
     * ``links``: one row per link direction (row ``2·k`` is link ``k`` forward, ``2·k + 1``
       reverse);
     * ``flow_series``: one row per flow per sample; ``flow`` is the row of ``flows``;
+    * ``subflow_series``: one row per joined TCP subflow per sample;
     * ``link_series``: one row per sampled link direction per sample; ``link`` is the row of
       ``links``;
     * ``fairness``: per group: ``group``, ``flows``, ``total_goodput_bps``, ``jain``.
@@ -212,8 +223,10 @@ class Result:
         self.stats: dict[str, int | float] = dict(raw["stats"])
         """Run-wide counters: ``simulated_s``, ``events``, ``packets_created``, …"""
         self.flows = _frame(raw["flows"])
+        self.subflows = _frame(raw["subflows"])
         self.links = _frame(raw["links"])
         self.flow_series = _frame(raw["flow_series"])
+        self.subflow_series = _frame(raw["subflow_series"])
         self.link_series = _frame(raw["link_series"])
         self.fairness = _frame(raw["fairness"])
 

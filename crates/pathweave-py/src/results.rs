@@ -10,7 +10,8 @@
 //! error here until it is exported too.
 
 use pathweave_sim::results::{
-    FlowSeries, FlowTable, GroupFairness, LinkSeries, LinkTable, RunStats,
+    FlowSeries, FlowTable, GroupFairness, LinkSeries, LinkTable, RunStats, SubflowSeries,
+    SubflowTable,
 };
 use pathweave_sim::Results;
 use pyo3::prelude::*;
@@ -159,6 +160,56 @@ fn flow_series<'py>(py: Python<'py>, t: &FlowSeries) -> PyResult<Table<'py>> {
         .num("rate_bps", rate_bps)
 }
 
+fn subflows<'py>(py: Python<'py>, t: &SubflowTable) -> PyResult<Table<'py>> {
+    let SubflowTable {
+        flow,
+        subflow,
+        path,
+        acked_bytes,
+        throughput_bps,
+        packets_sent,
+        retransmits,
+        timeouts,
+        loss_events,
+        loss_event_rate,
+        mean_cwnd_bytes,
+        mean_srtt_s,
+    } = t;
+    Table::new(py)
+        .num("flow", flow)?
+        .num("subflow", subflow)?
+        .text("path", path)?
+        .num("acked_bytes", acked_bytes)?
+        .num("throughput_bps", throughput_bps)?
+        .num("packets_sent", packets_sent)?
+        .num("retransmits", retransmits)?
+        .num("timeouts", timeouts)?
+        .num("loss_events", loss_events)?
+        .num("loss_event_rate", loss_event_rate)?
+        .num("mean_cwnd_bytes", mean_cwnd_bytes)?
+        .num("mean_srtt_s", mean_srtt_s)
+}
+
+fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries) -> PyResult<Table<'py>> {
+    let SubflowSeries {
+        time_s,
+        flow,
+        subflow,
+        cwnd_bytes,
+        ssthresh_bytes,
+        srtt_s,
+        rate_bps,
+    } = t;
+    Table::new(py)
+        .num("time_s", time_s)?
+        .num("flow", flow)?
+        .num("subflow", subflow)?
+        .num("cwnd_bytes", cwnd_bytes)?
+        .num("ssthresh_bytes", ssthresh_bytes)?
+        .num("srtt_s", srtt_s)?
+        .num("rate_bps", rate_bps)
+}
+
 fn link_series<'py>(py: Python<'py>, t: &LinkSeries) -> PyResult<Table<'py>> {
     let LinkSeries {
         time_s,
@@ -203,15 +254,21 @@ fn fairness<'py>(py: Python<'py>, rows: &[GroupFairness]) -> PyResult<Table<'py>
         .num("jain", &jain)
 }
 
-/// The whole of `r` as a dict: `scenario` (str), `seed` (int), the tables `flows`, `links`,
-/// `flow_series`, `link_series`, `fairness`, and `stats` (a dict of plain numbers).
+/// The whole of `r` as a dict: `scenario` (str), `seed` (int), the tables `flows`,
+/// `subflows`, `links`, `flow_series`, `subflow_series`, `link_series`, `fairness`, and `stats`
+/// (a dict of plain numbers).
 pub(crate) fn results_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("scenario", &r.scenario)?;
     out.set_item("seed", r.seed)?;
     out.set_item("flows", flows(py, &r.flows)?.dict)?;
     out.set_item("links", links(py, &r.links)?.dict)?;
+    out.set_item("subflows", subflows(py, &r.subflows)?.dict)?;
     out.set_item("flow_series", flow_series(py, &r.flow_series)?.dict)?;
+    out.set_item(
+        "subflow_series",
+        subflow_series(py, &r.subflow_series)?.dict,
+    )?;
     out.set_item("link_series", link_series(py, &r.link_series)?.dict)?;
     out.set_item("fairness", fairness(py, &r.fairness)?.dict)?;
     let RunStats {

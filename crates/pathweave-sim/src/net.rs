@@ -6,15 +6,6 @@ use crate::link::{LinkDir, Offer};
 use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
 use pathweave_cc::Instant;
 
-/// Which way along a flow's path a packet travels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// Sender to receiver.
-    Forward,
-    /// Receiver to sender (ACKs).
-    Reverse,
-}
-
 /// Packet counters that must balance at any time:
 /// `created = delivered + dropped + live`, where `live` packets sit in links.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,8 +39,8 @@ pub struct Net {
     pub pool: PacketPool,
     /// Every link direction, indexed by the ids routes use.
     pub links: Vec<LinkDir>,
-    /// Per flow: forward route and reverse route, as link-direction indices.
-    pub routes: Vec<[Vec<u32>; 2]>,
+    /// Routes as lists of link-direction indices; packets carry their route's index.
+    pub routes: Vec<Vec<u32>>,
     /// Conservation counters.
     pub counters: Conservation,
     /// Data packets dropped (queue or wire), per flow.
@@ -57,11 +48,6 @@ pub struct Net {
 }
 
 impl Net {
-    fn route(&self, flow: u32, kind: PacketKind) -> &[u32] {
-        let dir = if kind == PacketKind::Ack { 1 } else { 0 };
-        &self.routes[flow as usize][dir]
-    }
-
     /// Create `p` at its flow's first hop.
     pub fn send(&mut self, p: Packet) {
         self.counters.created += 1;
@@ -85,7 +71,7 @@ impl Net {
     /// Offer packet `id` to the link of its current hop.
     fn enter_hop(&mut self, id: PacketId) {
         let p = self.pool.get(id);
-        let link = self.route(p.flow, p.kind)[p.hop as usize] as usize;
+        let link = self.routes[p.route as usize][p.hop as usize] as usize;
         let size = p.size;
         if self.links[link].offer(id, size, self.now, &mut self.sched) == Offer::Dropped {
             self.drop_packet(id, false);
@@ -105,8 +91,8 @@ impl Net {
         };
         let p = self.pool.get_mut(id);
         p.hop += 1;
-        let (flow, kind, hop) = (p.flow, p.kind, p.hop as usize);
-        if hop < self.route(flow, kind).len() {
+        let (flow, kind, hop, route) = (p.flow, p.kind, p.hop as usize, p.route as usize);
+        if hop < self.routes[route].len() {
             self.enter_hop(id);
             Some(None)
         } else {

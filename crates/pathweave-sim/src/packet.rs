@@ -23,8 +23,12 @@ pub const MAX_SACK_BLOCKS: usize = 3;
 /// One packet.
 #[derive(Clone, Copy, Debug)]
 pub struct Packet {
-    /// The flow it belongs to.
+    /// The flow (connection) it belongs to.
     pub flow: u32,
+    /// The route it follows (an index into the network's routes).
+    pub route: u32,
+    /// The subflow of its connection (0 for single-path flows).
+    pub sub: u16,
     /// Data, ACK or datagram.
     pub kind: PacketKind,
     /// Size on the wire in bytes (payload plus headers).
@@ -35,26 +39,37 @@ pub struct Packet {
     pub hop: u16,
     /// Number of valid entries in `sack`.
     pub nsack: u8,
-    /// Data: segment number. Datagram: sequence number.
+    /// Data: subflow segment number. Datagram: sequence number.
     pub seq: u64,
-    /// ACK: the next segment expected (cumulative).
+    /// Data: connection-level data sequence number, in segments.
+    pub dsn: u64,
+    /// ACK: the next subflow segment expected (cumulative).
     pub ack: u64,
+    /// ACK: the next connection-level data segment expected (cumulative data ACK).
+    pub data_ack: u64,
+    /// ACK: segments the receiver can accept beyond `data_ack` (`u32::MAX`: unlimited).
+    pub rwnd: u32,
     /// ACK: SACK blocks as half-open segment ranges `[start, end)`, most recent first.
     pub sack: [(u64, u64); MAX_SACK_BLOCKS],
 }
 
 impl Packet {
-    /// A packet of `kind` for `flow`, everything else zero.
-    pub fn new(flow: u32, kind: PacketKind, size: u32, payload: u32) -> Self {
+    /// A packet of `kind` for `flow` along `route`, everything else zero.
+    pub fn new(flow: u32, route: u32, kind: PacketKind, size: u32, payload: u32) -> Self {
         Packet {
             flow,
+            route,
+            sub: 0,
             kind,
             size,
             payload,
             hop: 0,
             nsack: 0,
             seq: 0,
+            dsn: 0,
             ack: 0,
+            data_ack: 0,
+            rwnd: u32::MAX,
             sack: [(0, 0); MAX_SACK_BLOCKS],
         }
     }

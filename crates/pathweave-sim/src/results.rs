@@ -40,6 +40,54 @@ pub struct FlowTable {
     pub completion_s: Vec<f64>,
 }
 
+/// Per-subflow results of TCP flows: one row per subflow (a single-path flow has one).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SubflowTable {
+    /// Flow index (row of the flow table).
+    pub flow: Vec<u32>,
+    /// Subflow index within its flow.
+    pub subflow: Vec<u32>,
+    /// The links of its path, joined by ">" (a "~" marks a reverse traversal).
+    pub path: Vec<String>,
+    /// Payload bytes acknowledged on this subflow.
+    pub acked_bytes: Vec<u64>,
+    /// Acknowledged payload per second of the flow's window (bit/s).
+    pub throughput_bps: Vec<f64>,
+    /// Data packets sent, retransmissions included.
+    pub packets_sent: Vec<u64>,
+    /// Retransmitted segments.
+    pub retransmits: Vec<u64>,
+    /// Retransmission timeouts.
+    pub timeouts: Vec<u64>,
+    /// Loss events (fast recoveries and first timeouts).
+    pub loss_events: Vec<u64>,
+    /// Loss events per data packet sent.
+    pub loss_event_rate: Vec<f64>,
+    /// Time-averaged congestion window while joined (bytes).
+    pub mean_cwnd_bytes: Vec<f64>,
+    /// Time-averaged smoothed RTT (s).
+    pub mean_srtt_s: Vec<f64>,
+}
+
+/// Subflow time series: one row per TCP subflow per sample.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SubflowSeries {
+    /// Sample time (s).
+    pub time_s: Vec<f64>,
+    /// Flow index.
+    pub flow: Vec<u32>,
+    /// Subflow index.
+    pub subflow: Vec<u32>,
+    /// Congestion window (bytes).
+    pub cwnd_bytes: Vec<f64>,
+    /// Slow-start threshold (bytes), NaN while infinite.
+    pub ssthresh_bytes: Vec<f64>,
+    /// Smoothed RTT (s), NaN before the first sample.
+    pub srtt_s: Vec<f64>,
+    /// Acknowledged payload over the last interval (bit/s).
+    pub rate_bps: Vec<f64>,
+}
+
 /// Per-link-direction results.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LinkTable {
@@ -67,7 +115,8 @@ pub struct LinkTable {
     pub drops_wire: Vec<u64>,
 }
 
-/// Flow time series: one row per flow per sample.
+/// Flow time series: one row per flow per sample. For a multipath connection `cwnd_bytes`
+/// and `ssthresh_bytes` sum its subflows and `srtt_s` is the smallest subflow srtt.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlowSeries {
     /// Sample time (s).
@@ -156,10 +205,14 @@ pub struct Results {
     pub seed: u64,
     /// Per-flow table.
     pub flows: FlowTable,
+    /// Per-subflow table (TCP flows).
+    pub subflows: SubflowTable,
     /// Per-link-direction table.
     pub links: LinkTable,
     /// Flow time series.
     pub flow_series: FlowSeries,
+    /// Subflow time series (TCP flows).
+    pub subflow_series: SubflowSeries,
     /// Link time series.
     pub link_series: LinkSeries,
     /// Jain's index per group, in group-name order.

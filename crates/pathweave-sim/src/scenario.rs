@@ -8,7 +8,7 @@
 use crate::link::{LinkDirSpec, LossModel, QueueSpec};
 use crate::quantity::{eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME_UNITS};
 use crate::red::RedParams;
-use crate::tcp::{Period, Recovery, TcpConfig, Traffic};
+use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
 use pathweave_cc::rtt::RtoConfig;
 use pathweave_cc::{Bandwidth, Duration, Instant};
 use std::collections::BTreeMap;
@@ -105,6 +105,10 @@ pub struct TcpSettings {
     pub delayed_ack: Option<Duration>,
     /// Loss recovery.
     pub recovery: Recovery,
+    /// Connection-level receive buffer in bytes, `None` for unlimited.
+    pub receive_buffer: Option<u64>,
+    /// How a multipath connection spreads new data over its subflows.
+    pub scheduler: SchedulerKind,
 }
 
 impl TcpSettings {
@@ -122,6 +126,10 @@ impl TcpSettings {
             delayed_ack: self.delayed_ack,
             recovery: self.recovery,
             dupthresh: 3,
+            receive_buffer: self
+                .receive_buffer
+                .map(|b| b.div_ceil(self.mss as u64).clamp(1, u32::MAX as u64 - 1) as u32),
+            scheduler: self.scheduler,
         }
     }
 }
@@ -138,6 +146,8 @@ impl Default for TcpSettings {
             min_rto: Duration::from_millis(200),
             delayed_ack: None,
             recovery: Recovery::NewReno,
+            receive_buffer: None,
+            scheduler: SchedulerKind::MinRtt,
         }
     }
 }
@@ -186,6 +196,17 @@ pub struct LinkSpec {
     pub events: Vec<LinkEvent>,
 }
 
+/// One subflow of a flow: its path and, for multipath connections, when it joins and leaves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubflowSpec {
+    /// Links from sender to receiver.
+    pub path: Vec<Hop>,
+    /// When it joins, if later than the flow's start.
+    pub start: Option<Instant>,
+    /// When it leaves, if it does.
+    pub stop: Option<Instant>,
+}
+
 /// A flow.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowSpec {
@@ -195,8 +216,8 @@ pub struct FlowSpec {
     pub group: String,
     /// TCP or CBR, with its settings.
     pub kind: FlowKind,
-    /// Links from sender to receiver.
-    pub path: Vec<Hop>,
+    /// The subflows: one for a single-path flow, one per path for a multipath connection.
+    pub subflows: Vec<SubflowSpec>,
     /// When it starts.
     pub start: Instant,
     /// When it stops offering new data, if before the end.
@@ -947,6 +968,21 @@ impl Reader<'_> {
                 _ => Some(self.positive_time(&f, v)?),
             };
         }
+        if let Some(v) = t.get("receive_buffer") {
+            let f = join(path, "receive_buffer");
+            s.receive_buffer = match v {
+                Value::Boolean(false) => None,
+                _ => Some(self.size(&f, v)?),
+            };
+        }
+        if let Some(v) = t.get("scheduler") {
+            let f = join(path, "scheduler");
+            s.scheduler = match self.string(&f, v)? {
+                "minrtt" => SchedulerKind::MinRtt,
+                "roundrobin" => SchedulerKind::RoundRobin,
+                _ => return Err(self.invalid(&f, v, "allowed: \"minrtt\", \"roundrobin\"")),
+            };
+        }
         if let Some(v) = t.get("recovery") {
             let f = join(path, "recovery");
             s.recovery = match self.string(&f, v)? {
@@ -1038,6 +1074,7 @@ impl Reader<'_> {
             "group",
             "algorithm",
             "path",
+            "subflows",
             "start",
             "stop",
             "traffic",
@@ -1053,14 +1090,6 @@ impl Reader<'_> {
             None if group_default.is_empty() => name.clone(),
             None => group_default.to_string(),
         };
-        let hops =
-            match t.get("path") {
-                Some(v) => self.path(v, &join(path, "path"), links)?,
-                None => return Err(self.missing(
-                    &join(path, "path"),
-                    "give the links from sender to receiver, e.g. path = [\"access\", \"core\"]",
-                )),
-            };
         let start = match t.get("start") {
             Some(v) => self.time(&join(path, "start"), v)?,
             None => Duration::ZERO,
@@ -1083,6 +1112,7 @@ impl Reader<'_> {
             }
             None => None,
         };
+        let subflows = self.subflows(t, path, links, start, stop, duration)?;
         let traffic_v = t.get("traffic");
         let is_cbr = traffic_v
             .and_then(Value::as_table)
@@ -1112,6 +1142,13 @@ impl Reader<'_> {
                 Some(v) => self.small_size(&join(&tp, "size"), v, 65_535)?,
                 None => 1000,
             };
+            if subflows.len() > 1 {
+                return Err(self.invalid(
+                    &join(path, "subflows"),
+                    t.get("subflows").unwrap_or(&Value::Boolean(false)),
+                    "a cbr flow has a single path; give path = [...] instead",
+                ));
+            }
             FlowKind::Cbr { rate, size }
         } else {
             let algorithm = match t.get("algorithm") {
@@ -1144,10 +1181,80 @@ impl Reader<'_> {
             name,
             group,
             kind,
-            path: hops,
+            subflows,
             start: Instant(start.as_nanos()),
             stop,
         })
+    }
+
+    /// `path = [...]` for one subflow, or `subflows = [{ path = [...], start, stop }, …]`.
+    fn subflows(
+        &self,
+        t: &Table,
+        path: &str,
+        links: &[LinkSpec],
+        flow_start: Duration,
+        flow_stop: Option<Instant>,
+        duration: Duration,
+    ) -> R<Vec<SubflowSpec>> {
+        match (t.get("path"), t.get("subflows")) {
+            (Some(v), None) => Ok(vec![SubflowSpec {
+                path: self.path(v, &join(path, "path"), links)?,
+                start: None,
+                stop: None,
+            }]),
+            (None, Some(Value::Array(items))) if !items.is_empty() => {
+                let mut out = Vec::with_capacity(items.len());
+                for (k, item) in items.iter().enumerate() {
+                    let sp = format!("{path}.subflows[{k}]");
+                    let st = self.table(&sp, item)?;
+                    self.check_keys(st, &sp, &["path", "start", "stop"])?;
+                    let hops = match st.get("path") {
+                        Some(v) => self.path(v, &join(&sp, "path"), links)?,
+                        None => return Err(self.missing(&join(&sp, "path"), "give the subflow's links")),
+                    };
+                    let start = match st.get("start") {
+                        Some(v) => {
+                            let s = self.time(&join(&sp, "start"), v)?;
+                            if s >= duration {
+                                return Err(self.invalid(&join(&sp, "start"), v, "starts at or after the end of the simulation"));
+                            }
+                            Some(Instant(s.max(flow_start).as_nanos()))
+                        }
+                        None => None,
+                    };
+                    let stop = match st.get("stop") {
+                        Some(v) => {
+                            let s = Instant(self.time(&join(&sp, "stop"), v)?.as_nanos());
+                            if s <= start.unwrap_or(Instant(flow_start.as_nanos())) {
+                                return Err(self.invalid(&join(&sp, "stop"), v, "must be after the subflow starts"));
+                            }
+                            Some(flow_stop.map_or(s, |f| s.min(f)))
+                        }
+                        None => None,
+                    };
+                    out.push(SubflowSpec { path: hops, start, stop });
+                }
+                if out.len() > 64 {
+                    return Err(self.invalid(&join(path, "subflows"), t.get("subflows").unwrap_or(&Value::Boolean(false)), "at most 64 subflows"));
+                }
+                Ok(out)
+            }
+            (None, Some(v)) => Err(self.invalid(
+                &join(path, "subflows"),
+                v,
+                "expected a non-empty list of tables such as [{ path = [\"a\"] }, { path = [\"b\"] }]",
+            )),
+            (Some(v), Some(_)) => Err(self.invalid(
+                &join(path, "path"),
+                v,
+                "give either path (one path) or subflows (several), not both",
+            )),
+            (None, None) => Err(self.missing(
+                &join(path, "path"),
+                "give the links from sender to receiver, e.g. path = [\"access\", \"core\"], or subflows = [...]",
+            )),
+        }
     }
 
     fn path(&self, v: &Value, field: &str, links: &[LinkSpec]) -> R<Vec<Hop>> {
@@ -1188,6 +1295,8 @@ impl Reader<'_> {
 }
 
 const TCP_KEYS: &[&str] = &[
+    "receive_buffer",
+    "scheduler",
     "mss",
     "header",
     "ack_size",

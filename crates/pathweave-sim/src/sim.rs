@@ -8,9 +8,10 @@ use crate::packet::{PacketKind, PacketPool};
 use crate::results::*;
 use crate::rng::{Purpose, Stream};
 use crate::scenario::{Algorithm, FlowKind, LinkChange, Scenario};
-use crate::tcp::{TcpReceiver, TcpSender, Traffic};
+use crate::tcp::{Application, SubflowPlan, TcpReceiver, TcpSender, Traffic};
 use crate::udp::{CbrSender, CbrSink};
-use pathweave_cc::cc::{AnyController, Controller, NewReno, RenoConfig};
+use pathweave_cc::cc::multipath::{MultipathController, Uncoupled};
+use pathweave_cc::cc::{AnyController, NewReno, PathId, RenoConfig};
 use pathweave_cc::{Bytes, Instant};
 use std::collections::BTreeMap;
 
@@ -47,8 +48,12 @@ pub struct Simulation {
     next_sample: Instant,
     sampled_links: Vec<u32>,
     last_delivered: Vec<u64>,
+    /// First slot of each flow's subflows in `last_acked`.
+    sub_index: Vec<usize>,
+    last_acked: Vec<u64>,
     end: Instant,
     flow_series: FlowSeries,
+    subflow_series: SubflowSeries,
     link_series: LinkSeries,
 }
 
@@ -67,22 +72,30 @@ impl Simulation {
                 ));
             }
         }
-        let mut routes = Vec::with_capacity(scenario.flows.len());
+        // Routes: for each flow, each subflow's data route then its ACK route.
+        let mut routes: Vec<Vec<u32>> = Vec::new();
+        let mut flow_routes: Vec<Vec<(u32, u32)>> = Vec::with_capacity(scenario.flows.len());
         let mut sampled = std::collections::BTreeSet::new();
         for f in &scenario.flows {
-            let fwd: Vec<u32> = f
-                .path
-                .iter()
-                .map(|h| (2 * h.link + h.reverse as usize) as u32)
-                .collect();
-            let rev: Vec<u32> = f
-                .path
-                .iter()
-                .rev()
-                .map(|h| (2 * h.link + !h.reverse as usize) as u32)
-                .collect();
-            sampled.extend(fwd.iter().copied());
-            routes.push([fwd, rev]);
+            let mut pairs = Vec::with_capacity(f.subflows.len());
+            for sf in &f.subflows {
+                let fwd: Vec<u32> = sf
+                    .path
+                    .iter()
+                    .map(|h| (2 * h.link + h.reverse as usize) as u32)
+                    .collect();
+                let rev: Vec<u32> = sf
+                    .path
+                    .iter()
+                    .rev()
+                    .map(|h| (2 * h.link + !h.reverse as usize) as u32)
+                    .collect();
+                sampled.extend(fwd.iter().copied());
+                routes.push(fwd);
+                routes.push(rev);
+                pairs.push((routes.len() as u32 - 2, routes.len() as u32 - 1));
+            }
+            flow_routes.push(pairs);
         }
         let mut net = Net {
             now: Instant::ZERO,
@@ -96,6 +109,7 @@ impl Simulation {
         let mut flows = Vec::with_capacity(scenario.flows.len());
         for (i, f) in scenario.flows.iter().enumerate() {
             let window = (f.start, f.stop);
+            let pairs = &flow_routes[i];
             let flow = match &f.kind {
                 FlowKind::Tcp {
                     cfg,
@@ -104,22 +118,38 @@ impl Simulation {
                 } => {
                     let c = cfg.config();
                     let cc = match algorithm {
-                        Algorithm::Reno => AnyController::NewReno(NewReno::new(RenoConfig::new(
-                            Bytes(c.mss as u64),
-                            c.initial_window,
+                        Algorithm::Reno => Uncoupled::new(AnyController::NewReno(NewReno::new(
+                            RenoConfig::new(Bytes(c.mss as u64), c.initial_window),
                         ))),
                     };
+                    let plans: Vec<SubflowPlan> = f
+                        .subflows
+                        .iter()
+                        .zip(pairs)
+                        .map(|(sf, &(route, ack_route))| SubflowPlan {
+                            route,
+                            ack_route,
+                            join: sf.start.unwrap_or(f.start),
+                            leave: sf.stop,
+                        })
+                        .collect();
                     let mut snd = TcpSender::new(
                         i as u32,
                         ComponentId::new(Kind::Sender, i),
                         c,
-                        *traffic,
+                        Application {
+                            traffic: *traffic,
+                            start: f.start,
+                            stop: f.stop,
+                        },
                         cc,
-                        window,
+                        &plans,
                         Stream::new(seed, Purpose::Flow, i),
                     );
                     snd.init(&mut net);
-                    let rcv = TcpReceiver::new(i as u32, ComponentId::new(Kind::Receiver, i), &c);
+                    let acks: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+                    let rcv =
+                        TcpReceiver::new(i as u32, ComponentId::new(Kind::Receiver, i), &c, &acks);
                     Flow::Tcp {
                         snd: Box::new(snd),
                         rcv,
@@ -128,6 +158,7 @@ impl Simulation {
                 FlowKind::Cbr { rate, size } => {
                     let mut snd = CbrSender::new(
                         i as u32,
+                        pairs[0].0,
                         ComponentId::new(Kind::Sender, i),
                         *rate,
                         *size,
@@ -161,7 +192,18 @@ impl Simulation {
             next_sample: Instant(scenario.sample_interval.as_nanos()),
             sampled_links: sampled.into_iter().collect(),
             last_delivered: vec![0; scenario.flows.len()],
+            sub_index: scenario
+                .flows
+                .iter()
+                .scan(0, |acc, f| {
+                    let first = *acc;
+                    *acc += f.subflows.len();
+                    Some(first)
+                })
+                .collect(),
+            last_acked: vec![0; scenario.flows.iter().map(|f| f.subflows.len()).sum()],
             flow_series: FlowSeries::default(),
+            subflow_series: SubflowSeries::default(),
             link_series: LinkSeries::default(),
             scenario: scenario.clone(),
         };
@@ -290,12 +332,35 @@ impl Simulation {
             let (cwnd, ssthresh, srtt) = match f {
                 Flow::Tcp { snd, .. } => {
                     snd.integrate(now);
-                    let m = snd.controller().metrics();
-                    (
-                        m.cwnd.0 as f64,
-                        m.ssthresh.map_or(f64::NAN, |b| b.0 as f64),
-                        snd.rtt().srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
-                    )
+                    let cc = snd.controller();
+                    let (mut cwnd, mut ssthresh, mut srtt) = (0.0, 0.0, f64::INFINITY);
+                    for (k, sub) in snd.subflows().iter().enumerate() {
+                        if !sub.is_active() {
+                            continue;
+                        }
+                        let m = cc.metrics(PathId(k as u32));
+                        cwnd += m.cwnd.0 as f64;
+                        ssthresh += m.ssthresh.map_or(f64::NAN, |b| b.0 as f64);
+                        let r = sub.srtt().map_or(f64::NAN, |d| d.as_secs_f64());
+                        srtt = srtt.min(r);
+                        let acked = sub.stats.bytes_acked;
+                        let slot = self.sub_index[i] + k;
+                        let sub_rate = (acked - self.last_acked[slot]) as f64 * 8.0 / dt;
+                        self.last_acked[slot] = acked;
+                        let ss = &mut self.subflow_series;
+                        ss.time_s.push(t);
+                        ss.flow.push(i as u32);
+                        ss.subflow.push(k as u32);
+                        ss.cwnd_bytes.push(m.cwnd.0 as f64);
+                        ss.ssthresh_bytes
+                            .push(m.ssthresh.map_or(f64::NAN, |b| b.0 as f64));
+                        ss.srtt_s.push(r);
+                        ss.rate_bps.push(sub_rate);
+                    }
+                    if !srtt.is_finite() {
+                        srtt = f64::NAN;
+                    }
+                    (cwnd, ssthresh, srtt)
                 }
                 Flow::Cbr { .. } => (f64::NAN, f64::NAN, f64::NAN),
             };
@@ -341,7 +406,7 @@ impl Simulation {
         }
         for (i, f) in self.flows.iter().enumerate() {
             let (sent, received) = match f {
-                Flow::Tcp { snd, rcv } => (snd.stats.segments_sent, rcv.stats.segments),
+                Flow::Tcp { snd, rcv } => (snd.segments_sent(), rcv.stats.segments),
                 Flow::Cbr { snd, sink } => (snd.sent, sink.received),
             };
             let drops = self.net.flow_drops[i];
@@ -364,6 +429,7 @@ impl Simulation {
     pub fn results(&mut self) -> Results {
         let now = self.net.now;
         let mut ft = FlowTable::default();
+        let mut st = SubflowTable::default();
         for (i, (spec, f)) in self
             .scenario
             .flows
@@ -373,31 +439,76 @@ impl Simulation {
         {
             let start = spec.start.as_secs_f64();
             let mut end = spec.stop.map_or(now, |s| s.min(now)).as_secs_f64();
-            let (algorithm, stats, rstats) = match f {
-                Flow::Tcp { snd, rcv } => {
-                    snd.integrate(now);
-                    let a = match &spec.kind {
-                        FlowKind::Tcp {
-                            algorithm: Algorithm::Reno,
-                            ..
-                        } => "reno",
-                        _ => "?",
-                    };
-                    (a, Some(snd.stats), Some(rcv.stats))
-                }
-                Flow::Cbr { .. } => ("cbr", None, None),
+            let algorithm = match &spec.kind {
+                FlowKind::Tcp {
+                    algorithm: Algorithm::Reno,
+                    ..
+                } => "reno",
+                FlowKind::Cbr { .. } => "cbr",
             };
-            let completion = stats.and_then(|s| s.completed_at);
+            let completion = match f {
+                Flow::Tcp { snd, .. } => {
+                    snd.integrate(now);
+                    snd.stats.completed_at
+                }
+                Flow::Cbr { .. } => None,
+            };
             if let Some(c) = completion {
                 end = c.as_secs_f64();
             }
             let window = (end - start).max(1e-9);
+            // Sums over subflows; a CBR flow has none and reports zeros.
+            let (mut retx, mut timeouts, mut losses) = (0, 0, 0);
+            let (mut cwnd_int, mut srtt_int, mut srtt_time, mut active) = (0.0, 0.0, 0.0, 0.0f64);
+            if let Flow::Tcp { snd, .. } = f {
+                for (k, sub) in snd.subflows().iter().enumerate() {
+                    let s = sub.stats;
+                    retx += s.retransmits;
+                    timeouts += s.timeouts;
+                    losses += s.loss_events;
+                    cwnd_int += s.cwnd_integral;
+                    srtt_int += s.srtt_integral;
+                    srtt_time += s.srtt_time;
+                    active = active.max(s.active_time);
+                    let path: Vec<String> = spec.subflows[k]
+                        .path
+                        .iter()
+                        .map(|h| {
+                            let name = &self.scenario.links[h.link].name;
+                            if h.reverse {
+                                format!("~{name}")
+                            } else {
+                                name.clone()
+                            }
+                        })
+                        .collect();
+                    st.flow.push(i as u32);
+                    st.subflow.push(k as u32);
+                    st.path.push(path.join(">"));
+                    st.acked_bytes.push(s.bytes_acked);
+                    st.throughput_bps.push(s.bytes_acked as f64 * 8.0 / window);
+                    st.packets_sent.push(s.segments_sent);
+                    st.retransmits.push(s.retransmits);
+                    st.timeouts.push(s.timeouts);
+                    st.loss_events.push(s.loss_events);
+                    st.loss_event_rate
+                        .push(ratio(s.loss_events, s.segments_sent));
+                    st.mean_cwnd_bytes.push(if s.active_time > 0.0 {
+                        s.cwnd_integral / s.active_time
+                    } else {
+                        f64::NAN
+                    });
+                    st.mean_srtt_s.push(if s.srtt_time > 0.0 {
+                        s.srtt_integral / s.srtt_time
+                    } else {
+                        f64::NAN
+                    });
+                }
+            }
             let (delivered, received, sent) = match f {
-                Flow::Tcp { snd, rcv } => (
-                    rcv.stats.delivered,
-                    rcv.stats.bytes,
-                    snd.stats.segments_sent,
-                ),
+                Flow::Tcp { snd, rcv } => {
+                    (rcv.stats.delivered, rcv.stats.bytes, snd.segments_sent())
+                }
                 Flow::Cbr { snd, sink } => (sink.bytes, sink.bytes, snd.sent),
             };
             ft.name.push(spec.name.clone());
@@ -409,31 +520,23 @@ impl Simulation {
             ft.goodput_bps.push(delivered as f64 * 8.0 / window);
             ft.throughput_bps.push(received as f64 * 8.0 / window);
             ft.packets_sent.push(sent);
-            let s = stats.unwrap_or_default();
-            ft.retransmits.push(s.retransmits);
-            ft.timeouts.push(s.timeouts);
-            ft.loss_events.push(s.loss_events);
-            ft.loss_event_rate.push(if sent > 0 {
-                s.loss_events as f64 / sent as f64
-            } else {
-                0.0
-            });
+            ft.retransmits.push(retx);
+            ft.timeouts.push(timeouts);
+            ft.loss_events.push(losses);
+            ft.loss_event_rate.push(ratio(losses, sent));
             ft.drops.push(self.net.flow_drops[i]);
-            ft.mean_cwnd_bytes.push(if s.active_time > 0.0 {
-                s.cwnd_integral / s.active_time
+            ft.mean_cwnd_bytes.push(if active > 0.0 {
+                cwnd_int / active
             } else {
                 f64::NAN
             });
-            ft.mean_srtt_s.push(if s.srtt_time > 0.0 {
-                s.srtt_integral / s.srtt_time
+            ft.mean_srtt_s.push(if srtt_time > 0.0 {
+                srtt_int / srtt_time
             } else {
                 f64::NAN
             });
-            ft.completion_s.push(match (completion, &spec.kind) {
-                (Some(c), _) => c.as_secs_f64() - start,
-                _ => f64::NAN,
-            });
-            let _ = rstats;
+            ft.completion_s
+                .push(completion.map_or(f64::NAN, |c| c.as_secs_f64() - start));
         }
         let mut lt = LinkTable::default();
         let run = now.as_secs_f64().max(1e-9);
@@ -471,8 +574,10 @@ impl Simulation {
             scenario: self.scenario.name.clone(),
             seed: self.seed,
             flows: ft,
+            subflows: st,
             links: lt,
             flow_series: self.flow_series.clone(),
+            subflow_series: self.subflow_series.clone(),
             link_series: self.link_series.clone(),
             fairness,
             stats: RunStats {
@@ -486,6 +591,14 @@ impl Simulation {
                 peak_packets: self.net.pool.capacity_used() as u64,
             },
         }
+    }
+}
+
+fn ratio(events: u64, packets: u64) -> f64 {
+    if packets > 0 {
+        events as f64 / packets as f64
+    } else {
+        0.0
     }
 }
 

@@ -1,22 +1,40 @@
-//! TCP endpoints: a sender with slow start and congestion avoidance through a
-//! [`Controller`], fast retransmit, NewReno fast recovery (RFC 6582) or SACK-based loss
-//! recovery (RFC 6675), and a retransmission timer per RFC 6298 with backoff and Karn's rule;
-//! and a receiver with cumulative ACKs, SACK blocks (RFC 2018) and optional delayed ACKs.
+//! TCP connections, single-path or multipath. A connection has one or more subflows, each on
+//! its own route with its own sequence space, scoreboard, RTT estimator, loss recovery and
+//! retransmission timer; one [`MultipathController`] sets every subflow's window. A
+//! single-path TCP flow is a connection with one subflow and an uncoupled controller.
 //!
-//! Sequence numbers count segments, not bytes: every segment carries `mss` payload bytes
-//! except the last one of a sized transfer. The sender's scoreboard holds one record per
-//! outstanding segment, `snd_una..snd_max`.
+//! * [`subflow`] — one subflow's sender: slow start and congestion avoidance through the
+//!   controller, fast retransmit, NewReno recovery (RFC 6582) or SACK recovery (RFC 6675),
+//!   RTO per RFC 6298 with backoff and Karn's rule.
+//! * [`receiver`] — per-subflow cumulative ACKs with SACK blocks (RFC 2018) and delayed ACKs,
+//!   and connection-level reassembly with an optional finite receive buffer.
+//! * This module — the connection's sender: the data sequence, the scheduler that hands new
+//!   data to subflows with window space, subflows joining and leaving, the application's
+//!   traffic pattern.
+//!
+//! Sequence numbers count segments. Every segment carries `mss` payload bytes except the last
+//! one of a sized transfer. A data segment carries its subflow sequence number and its
+//! connection-level data sequence number (DSN); ACKs carry the subflow ACK, SACK blocks, the
+//! cumulative data ACK and the receive window.
+
+pub mod receiver;
+pub mod subflow;
+
+pub use receiver::{ReceiverStats, TcpReceiver};
+pub use subflow::{Subflow, SubflowStats};
 
 use crate::event::{ComponentId, Timer};
 use crate::net::Net;
-use crate::packet::{Packet, PacketKind, MAX_SACK_BLOCKS};
+use crate::packet::Packet;
 use crate::rng::Stream;
-use pathweave_cc::cc::{
-    Ack, AnyController, Cause, CongestionEvent, Controller, PathId, PathView, Rto,
-};
-use pathweave_cc::rtt::{RtoConfig, RttEstimator};
+use pathweave_cc::cc::multipath::MultipathController;
+use pathweave_cc::cc::{PathId, PathView};
+use pathweave_cc::rtt::RtoConfig;
 use pathweave_cc::{Bytes, Duration, Instant};
 use std::collections::VecDeque;
+
+/// The connection controller the simulator drives.
+pub type Cc = pathweave_cc::cc::multipath::Uncoupled<pathweave_cc::cc::AnyController>;
 
 /// Loss-recovery algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +43,16 @@ pub enum Recovery {
     NewReno,
     /// Conservative SACK-based recovery with the pipe estimate (RFC 6675).
     Sack,
+}
+
+/// How new data is spread over subflows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedulerKind {
+    /// The subflow with the lowest smoothed RTT that has window space gets new data first
+    /// (the Linux MPTCP default); subflows without an RTT sample yet come last.
+    MinRtt,
+    /// Subflows with window space take one segment each in turn.
+    RoundRobin,
 }
 
 /// Per-flow TCP settings.
@@ -46,6 +74,10 @@ pub struct TcpConfig {
     pub recovery: Recovery,
     /// Duplicate ACKs that trigger fast retransmit.
     pub dupthresh: u32,
+    /// Connection-level receive buffer in segments, `None` for unlimited.
+    pub receive_buffer: Option<u32>,
+    /// Multipath scheduler.
+    pub scheduler: SchedulerKind,
 }
 
 /// A period of an on/off source.
@@ -73,66 +105,106 @@ pub enum Traffic {
     },
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Seg {
-    sent: Instant,
-    retx: bool,
-    sacked: bool,
-    lost: bool,
-    rec_retx: bool,
+/// What the application does and when: the traffic pattern, the start, and when it stops
+/// offering new data.
+#[derive(Clone, Copy, Debug)]
+pub struct Application {
+    /// Traffic pattern.
+    pub traffic: Traffic,
+    /// When the connection starts.
+    pub start: Instant,
+    /// When it stops offering new data, if it does.
+    pub stop: Option<Instant>,
 }
 
-/// Counters of a TCP sender.
+/// Where a subflow runs and when.
+#[derive(Clone, Copy, Debug)]
+pub struct SubflowPlan {
+    /// Route of its data packets.
+    pub route: u32,
+    /// Route of its ACKs.
+    pub ack_route: u32,
+    /// When it joins the connection (the connection's start at the earliest).
+    pub join: Instant,
+    /// When it leaves, if it does.
+    pub leave: Option<Instant>,
+}
+
+/// The connection's data sequence as the subflows see it.
+#[derive(Debug)]
+pub(crate) struct DataSource {
+    mss: u32,
+    next: u64,
+    /// The application has data up to (excluding) this DSN.
+    limit: u64,
+    total: Option<u64>,
+    last_payload: u32,
+    /// The receiver accepts DSNs below this.
+    window_edge: u64,
+    /// DSNs of a subflow that left, to send again on the others.
+    reinject: VecDeque<u64>,
+    data_una: u64,
+}
+
+impl DataSource {
+    /// Payload of data segment `dsn`.
+    pub(crate) fn payload(&self, dsn: u64) -> u32 {
+        match self.total {
+            Some(n) if dsn + 1 == n => self.last_payload,
+            _ => self.mss,
+        }
+    }
+
+    /// The next DSN for a subflow with window space, if any may be sent.
+    pub(crate) fn take(&mut self) -> Option<u64> {
+        while let Some(d) = self.reinject.pop_front() {
+            if d >= self.data_una {
+                return Some(d);
+            }
+        }
+        let end = self
+            .limit
+            .min(self.window_edge)
+            .min(self.total.unwrap_or(u64::MAX));
+        (self.next < end).then(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+
+    fn has_data(&self) -> bool {
+        !self.reinject.is_empty()
+            || self.next
+                < self
+                    .limit
+                    .min(self.window_edge)
+                    .min(self.total.unwrap_or(u64::MAX))
+    }
+}
+
+/// Connection-level counters.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SenderStats {
-    /// Data segments transmitted, retransmissions included.
-    pub segments_sent: u64,
-    /// Payload bytes transmitted, retransmissions included.
-    pub bytes_sent: u64,
-    /// Segments retransmitted.
-    pub retransmits: u64,
-    /// Retransmission timeouts.
-    pub timeouts: u64,
-    /// Loss events: entries into fast recovery plus first timeouts.
-    pub loss_events: u64,
-    /// Payload bytes cumulatively acknowledged.
+pub struct ConnectionStats {
+    /// Payload bytes cumulatively acknowledged at the data level.
     pub bytes_acked: u64,
     /// When a sized transfer was fully acknowledged.
     pub completed_at: Option<Instant>,
-    /// ∫ cwnd dt in byte-seconds, while active.
-    pub cwnd_integral: f64,
-    /// ∫ srtt dt in seconds², while active and once an RTT is known.
-    pub srtt_integral: f64,
-    /// Seconds over which `srtt_integral` was taken.
-    pub srtt_time: f64,
-    /// Seconds over which `cwnd_integral` was taken.
-    pub active_time: f64,
+    /// Segments sent again on another subflow after their subflow left.
+    pub reinjected: u64,
 }
 
-/// The sending side of a TCP flow.
+/// The sending side of a TCP connection.
 pub struct TcpSender {
     flow: u32,
     comp: ComponentId,
     cfg: TcpConfig,
     traffic: Traffic,
-    cc: AnyController,
-    rtt: RttEstimator,
-    snd_una: u64,
-    snd_nxt: u64,
-    snd_max: u64,
-    segs: VecDeque<Seg>,
-    /// Segments the application has made available: `u64::MAX` when backlogged.
-    limit: u64,
-    total: Option<u64>,
-    last_payload: u32,
-    dupacks: u32,
-    in_recovery: bool,
-    recover: Option<u64>,
-    inflation: u64,
-    partial_seen: bool,
-    high_sacked: u64,
-    rto_at: Option<Instant>,
-    rto_seq: Option<u64>,
+    cc: Cc,
+    views: Vec<PathView>,
+    subs: Vec<Subflow>,
+    data: DataSource,
+    order: Vec<usize>,
+    rr_next: usize,
     start: Instant,
     stop: Option<Instant>,
     started: bool,
@@ -141,22 +213,22 @@ pub struct TcpSender {
     on: bool,
     timer: Timer,
     rng: Stream,
-    last_integrated: Instant,
-    /// Counters.
-    pub stats: SenderStats,
+    /// Connection-level counters.
+    pub stats: ConnectionStats,
 }
 
 impl TcpSender {
-    /// A sender for `flow` that becomes active at `start` and stops offering new data at `stop`.
+    /// A connection for `flow` with the given subflows, driven by `app`.
     pub fn new(
         flow: u32,
         comp: ComponentId,
         cfg: TcpConfig,
-        traffic: Traffic,
-        cc: AnyController,
-        window: (Instant, Option<Instant>),
+        app: Application,
+        cc: Cc,
+        plans: &[SubflowPlan],
         rng: Stream,
     ) -> Self {
+        let traffic = app.traffic;
         let (total, last_payload) = match traffic {
             Traffic::Transfer(bytes) => {
                 let mss = cfg.mss as u64;
@@ -165,38 +237,47 @@ impl TcpSender {
             }
             _ => (None, cfg.mss),
         };
+        let subs: Vec<Subflow> = plans
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Subflow::new(flow, i as u16, cfg, *p))
+            .collect();
+        let views = (0..subs.len())
+            .map(|i| {
+                let mut v = PathView::new(PathId(i as u32), Bytes(cfg.mss as u64));
+                v.can_send = false;
+                v
+            })
+            .collect();
         TcpSender {
             flow,
             comp,
             cfg,
             traffic,
             cc,
-            rtt: RttEstimator::new(cfg.rto),
-            snd_una: 0,
-            snd_nxt: 0,
-            snd_max: 0,
-            segs: VecDeque::new(),
-            limit: 0,
-            total,
-            last_payload,
-            dupacks: 0,
-            in_recovery: false,
-            recover: None,
-            inflation: 0,
-            partial_seen: false,
-            high_sacked: 0,
-            rto_at: None,
-            rto_seq: None,
-            start: window.0,
-            stop: window.1,
+            views,
+            order: (0..subs.len()).collect(),
+            subs,
+            data: DataSource {
+                mss: cfg.mss,
+                next: 0,
+                limit: 0,
+                total,
+                last_payload,
+                window_edge: u64::MAX,
+                reinject: VecDeque::new(),
+                data_una: 0,
+            },
+            rr_next: 0,
+            start: app.start,
+            stop: app.stop,
             started: false,
             stopped: false,
             toggle_at: None,
             on: false,
             timer: Timer::default(),
             rng,
-            last_integrated: window.0,
-            stats: SenderStats::default(),
+            stats: ConnectionStats::default(),
         }
     }
 
@@ -206,361 +287,101 @@ impl TcpSender {
     }
 
     /// The controller, for traces.
-    pub fn controller(&self) -> &AnyController {
+    pub fn controller(&self) -> &Cc {
         &self.cc
     }
 
-    /// The RTT estimator, for traces.
-    pub fn rtt(&self) -> &RttEstimator {
-        &self.rtt
+    /// The subflows.
+    pub fn subflows(&self) -> &[Subflow] {
+        &self.subs
     }
 
-    /// Whether the flow has started and not yet finished.
+    /// Whether the connection has started and still offers data.
     pub fn active(&self) -> bool {
         self.started && self.stats.completed_at.is_none() && !self.stopped
     }
 
-    /// Whether this sender has started.
-    pub fn started(&self) -> bool {
-        self.started
+    /// Data segments of the connection in the network (sent and not yet acknowledged).
+    pub fn flow_id(&self) -> u32 {
+        self.flow
     }
 
-    fn payload(&self, seq: u64) -> u32 {
-        match self.total {
-            Some(n) if seq + 1 == n => self.last_payload,
-            _ => self.cfg.mss,
-        }
-    }
-
-    fn mss(&self) -> u64 {
-        self.cfg.mss as u64
-    }
-
-    fn view(&self) -> PathView {
-        let mut v = PathView::new(PathId(0), Bytes(self.mss()));
-        v.srtt = self.rtt.srtt();
-        v.min_rtt = self.rtt.min_rtt();
-        v.latest_rtt = self.rtt.latest();
-        v.in_flight = Bytes((self.snd_nxt - self.snd_una) * self.mss());
-        v
-    }
-
-    /// Accumulate the time integrals of cwnd and srtt up to `now`.
+    /// Accumulate every subflow's time integrals up to `now`.
     pub fn integrate(&mut self, now: Instant) {
-        if !self.active() {
-            self.last_integrated = now;
-            return;
-        }
-        let dt = now.saturating_since(self.last_integrated).as_secs_f64();
-        self.stats.cwnd_integral += self.cc.window().0 as f64 * dt;
-        self.stats.active_time += dt;
-        if let Some(s) = self.rtt.srtt() {
-            self.stats.srtt_integral += s.as_secs_f64() * dt;
-            self.stats.srtt_time += dt;
-        }
-        self.last_integrated = now;
-    }
-
-    fn transmit(&mut self, seq: u64, net: &mut Net) {
-        let now = net.now;
-        let payload = self.payload(seq);
-        if seq == self.snd_max {
-            self.segs.push_back(Seg {
-                sent: now,
-                ..Seg::default()
-            });
-            self.snd_max += 1;
-        } else {
-            let s = &mut self.segs[(seq - self.snd_una) as usize];
-            s.sent = now;
-            s.retx = true;
-            self.stats.retransmits += 1;
-        }
-        self.stats.segments_sent += 1;
-        self.stats.bytes_sent += payload as u64;
-        let mut p = Packet::new(
-            self.flow,
-            PacketKind::Data,
-            payload + self.cfg.header,
-            payload,
-        );
-        p.seq = seq;
-        net.send(p);
-        // RFC 6298 (5.1): start the timer when data is sent and it is not running.
-        if self.rto_at.is_none() {
-            self.rto_at = Some(now + self.rtt.rto());
+        let active = self.active();
+        for (i, s) in self.subs.iter_mut().enumerate() {
+            s.integrate(now, active, self.cc.window(PathId(i as u32)));
         }
     }
 
-    fn has_new_data(&self) -> bool {
-        self.snd_max < self.limit && self.total.is_none_or(|n| self.snd_max < n)
-    }
-
-    /// Send what the window allows.
-    fn try_send(&mut self, net: &mut Net) {
-        if self.in_recovery && self.cfg.recovery == Recovery::Sack {
-            self.sack_send(net);
-            return;
-        }
-        let wnd = (self.cc.window().0 + self.inflation) / self.mss();
-        loop {
-            if self.snd_nxt - self.snd_una >= wnd.max(1) {
-                break;
-            }
-            if self.snd_nxt < self.snd_max {
-                // Go-back-N after a timeout: resend what was outstanding.
-                let seq = self.snd_nxt;
-                self.snd_nxt += 1;
-                if !self.segs[(seq - self.snd_una) as usize].sacked {
-                    self.transmit(seq, net);
+    /// Send what the windows allow, new data going to subflows in scheduler order.
+    fn schedule(&mut self, net: &mut Net) {
+        let n = self.subs.len();
+        // Subflow-internal work first: retransmissions do not need the scheduler.
+        match self.cfg.scheduler {
+            SchedulerKind::MinRtt => {
+                self.order.sort_by_key(|&i| {
+                    let s = &self.subs[i];
+                    (s.srtt().map_or(u64::MAX, |d| d.as_nanos()), i)
+                });
+                for k in 0..n {
+                    let i = self.order[k];
+                    self.subs[i].send(
+                        net,
+                        &mut self.cc,
+                        &mut self.views,
+                        &mut self.data,
+                        usize::MAX,
+                    );
                 }
-                continue;
             }
-            if !self.has_new_data() {
-                break;
-            }
-            let seq = self.snd_max;
-            self.transmit(seq, net);
-            self.snd_nxt = self.snd_max;
-        }
-        self.arm(net);
-    }
-
-    /// RFC 6675 §5: send while `cwnd − pipe ≥ 1 SMSS`, choosing segments by NextSeg().
-    fn sack_send(&mut self, net: &mut Net) {
-        let mut pipe = self.update_scoreboard();
-        let cwnd_segs = self.cc.window().0 / self.mss();
-        let mut cursor = 0usize;
-        while cwnd_segs > pipe {
-            // (1) the lowest segment deemed lost and not yet retransmitted in this recovery.
-            while cursor < self.segs.len() {
-                let s = &self.segs[cursor];
-                if s.lost && !s.rec_retx && !s.sacked {
+            SchedulerKind::RoundRobin => loop {
+                let mut any = false;
+                for k in 0..n {
+                    let i = (self.rr_next + k) % n;
+                    if self.subs[i].send(net, &mut self.cc, &mut self.views, &mut self.data, 1) > 0
+                    {
+                        any = true;
+                        self.rr_next = (i + 1) % n;
+                    }
+                }
+                if !any || !self.data.has_data() {
                     break;
                 }
-                cursor += 1;
-            }
-            if cursor < self.segs.len() {
-                self.segs[cursor].rec_retx = true;
-                let seq = self.snd_una + cursor as u64;
-                self.transmit(seq, net);
-                pipe += 1;
-                continue;
-            }
-            // (2) new data.
-            if self.has_new_data() {
-                let seq = self.snd_max;
-                self.transmit(seq, net);
-                self.snd_nxt = self.snd_max;
-                pipe += 1;
-                continue;
-            }
-            // (3) a hole below the highest SACKed segment not yet retransmitted.
-            let rescue = (0..self.segs.len()).find(|&i| {
-                let s = &self.segs[i];
-                !s.sacked && !s.rec_retx && self.snd_una + (i as u64) < self.high_sacked
-            });
-            match rescue {
-                Some(i) => {
-                    self.segs[i].rec_retx = true;
-                    self.transmit(self.snd_una + i as u64, net);
-                    pipe += 1;
-                }
-                None => break,
-            }
-        }
-        self.arm(net);
-    }
-
-    /// Mark segments lost per RFC 6675 IsLost() and return the pipe estimate (segments).
-    fn update_scoreboard(&mut self) -> u64 {
-        let thresh = self.cfg.dupthresh as u64;
-        let mut above = 0u64;
-        let mut pipe = 0u64;
-        for s in self.segs.iter_mut().rev() {
-            if s.sacked {
-                above += 1;
-                continue;
-            }
-            s.lost = above >= thresh;
-            if !s.lost {
-                pipe += 1;
-            }
-            if s.rec_retx {
-                pipe += 1;
-            }
-        }
-        pipe
-    }
-
-    fn enter_recovery(&mut self, net: &mut Net) {
-        let now = net.now;
-        self.in_recovery = true;
-        self.recover = Some(self.snd_max - 1);
-        self.partial_seen = false;
-        self.stats.loss_events += 1;
-        let v = self.view();
-        self.cc.on_congestion_event(
-            &CongestionEvent {
-                now,
-                cause: Cause::Loss,
             },
-            &v,
-        );
-        match self.cfg.recovery {
-            Recovery::NewReno => {
-                // RFC 6582 §3.2 step 2–3: retransmit, inflate by the three duplicates.
-                self.inflation = 3 * self.mss();
-                self.transmit(self.snd_una, net);
-                self.try_send(net);
-            }
-            Recovery::Sack => {
-                for s in self.segs.iter_mut() {
-                    s.rec_retx = false;
-                }
-                // RFC 6675 §5 step 4.3: the first segment presumed lost goes out at once.
-                self.update_scoreboard();
-                if let Some(s) = self.segs.front_mut() {
-                    s.lost = true;
-                    s.rec_retx = true;
-                }
-                self.transmit(self.snd_una, net);
-                self.sack_send(net);
-            }
         }
     }
 
-    fn apply_sack(&mut self, p: &Packet) {
-        for &(s, e) in &p.sack[..p.nsack as usize] {
-            let lo = s.max(self.snd_una);
-            let hi = e.min(self.snd_max);
-            for seq in lo..hi {
-                self.segs[(seq - self.snd_una) as usize].sacked = true;
-            }
-            if hi > lo {
-                self.high_sacked = self.high_sacked.max(hi);
-            }
-        }
-    }
-
-    /// An ACK arrived.
+    /// An ACK arrived on one of the subflows.
     pub fn on_ack(&mut self, p: &Packet, net: &mut Net) {
         let now = net.now;
         self.integrate(now);
-        let ack = p.ack.min(self.snd_max);
-        if self.cfg.recovery == Recovery::Sack {
-            self.apply_sack(p);
+        let i = p.sub as usize;
+        if let Some(s) = self.subs.get_mut(i) {
+            s.on_ack(p, net, &mut self.cc, &mut self.views, &mut self.data);
         }
-        if ack > self.snd_una {
-            let newly = ack - self.snd_una;
-            let last = self.segs[(newly - 1) as usize];
-            // Karn: only a segment sent once gives an unambiguous sample.
-            let sample = (!last.retx).then(|| now.saturating_since(last.sent));
-            if let Some(r) = sample {
-                self.rtt.on_sample(r);
-            }
-            let bytes: u64 = (self.snd_una..ack).map(|s| self.payload(s) as u64).sum();
-            self.segs.drain(..newly as usize);
-            self.snd_una = ack;
-            self.snd_nxt = self.snd_nxt.max(ack);
-            self.dupacks = 0;
+        // Data level: the cumulative data ACK and the receive window.
+        if p.data_ack > self.data.data_una {
+            let bytes: u64 = (self.data.data_una..p.data_ack)
+                .map(|d| self.data.payload(d) as u64)
+                .sum();
             self.stats.bytes_acked += bytes;
-            let ackev = Ack {
-                now,
-                bytes_acked: Bytes(bytes),
-                rtt: sample,
-                in_recovery: self.in_recovery,
-            };
-            if self.in_recovery {
-                let v = self.view();
-                self.cc.on_ack(&ackev, &v);
-                if self.recover.is_some_and(|r| ack > r) {
-                    // Full ACK: recovery ends, the window deflates to ssthresh (RFC 6582 step 3).
-                    self.in_recovery = false;
-                    self.inflation = 0;
-                    let v = self.view();
-                    self.cc.on_recovery_end(now, &v);
-                    self.rto_at = Some(now + self.rtt.rto());
-                } else if self.cfg.recovery == Recovery::NewReno {
-                    // Partial ACK: retransmit the next hole, deflate by the amount acknowledged
-                    // and add back one segment; reset the timer on the first one only.
-                    self.inflation = self.inflation.saturating_sub(bytes) + self.mss();
-                    self.transmit(self.snd_una, net);
-                    if !self.partial_seen {
-                        self.partial_seen = true;
-                        self.rto_at = Some(now + self.rtt.rto());
-                    }
-                } else {
-                    self.rto_at = Some(now + self.rtt.rto());
-                }
-            } else {
-                let v = self.view();
-                self.cc.on_ack(&ackev, &v);
-                // RFC 6298 (5.3): new data acknowledged restarts the timer.
-                self.rto_at = Some(now + self.rtt.rto());
-            }
-            if self.snd_una == self.snd_max {
-                self.rto_at = None; // (5.2)
-            }
-            if self.total.is_some_and(|n| self.snd_una >= n) && self.stats.completed_at.is_none() {
-                self.stats.completed_at = Some(now);
-                self.rto_at = None;
-            }
-            self.try_send(net);
-        } else if ack == self.snd_una && self.snd_max > self.snd_una {
-            self.dupacks += 1;
-            if self.in_recovery {
-                if self.cfg.recovery == Recovery::NewReno {
-                    self.inflation += self.mss();
-                }
-                self.try_send(net);
-            } else {
-                let lost_head = self.cfg.recovery == Recovery::Sack && {
-                    self.update_scoreboard();
-                    self.segs.front().is_some_and(|s| s.lost)
-                };
-                if (self.dupacks >= self.cfg.dupthresh || lost_head)
-                    // RFC 6582 §3.2 step 1: only if the ACK covers more than `recover`.
-                    && self.recover.is_none_or(|r| self.snd_una > r)
-                {
-                    self.enter_recovery(net);
-                } else {
-                    self.arm(net);
-                }
+            self.data.data_una = p.data_ack;
+        }
+        self.data.window_edge = match p.rwnd {
+            u32::MAX => u64::MAX,
+            w => p.data_ack + w as u64,
+        };
+        if self.data.total.is_some_and(|n| self.data.data_una >= n)
+            && self.stats.completed_at.is_none()
+        {
+            self.stats.completed_at = Some(now);
+            for s in &mut self.subs {
+                s.stop_timer();
             }
         }
-    }
-
-    fn on_rto(&mut self, net: &mut Net) {
-        let now = net.now;
-        self.rto_at = None;
-        if self.snd_una == self.snd_max {
-            return;
-        }
-        let repeated = self.rto_seq == Some(self.snd_una);
-        self.stats.timeouts += 1;
-        if !repeated {
-            self.stats.loss_events += 1;
-        }
-        let v = self.view();
-        self.cc.on_rto(&Rto { now, repeated }, &v);
-        self.rtt.back_off();
-        self.rto_seq = Some(self.snd_una);
-        self.in_recovery = false;
-        self.inflation = 0;
-        self.dupacks = 0;
-        self.recover = Some(self.snd_max - 1);
-        self.high_sacked = 0;
-        for s in self.segs.iter_mut() {
-            s.sacked = false;
-            s.lost = false;
-            s.rec_retx = false;
-        }
-        // (5.4) retransmit the earliest unacknowledged segment; go back N from there.
-        self.snd_nxt = self.snd_una + 1;
-        self.transmit(self.snd_una, net);
-        self.rto_at = Some(now + self.rtt.rto()); // (5.5)–(5.6)
-        self.try_send(net);
+        self.schedule(net);
+        self.arm(net);
     }
 
     fn period(&mut self, p: Period) -> Duration {
@@ -571,7 +392,7 @@ impl TcpSender {
         }
     }
 
-    /// The sender's timer fired.
+    /// The connection's timer fired: start/stop, traffic toggles, joins, leaves, timeouts.
     pub fn on_timer(&mut self, net: &mut Net) {
         let now = net.now;
         if !self.timer.fire(now) {
@@ -580,226 +401,74 @@ impl TcpSender {
         self.integrate(now);
         if !self.started && now >= self.start {
             self.started = true;
-            self.last_integrated = now;
-            self.limit = u64::MAX;
+            self.data.limit = u64::MAX;
             if let Traffic::OnOff { on, .. } = self.traffic {
                 self.on = true;
                 self.toggle_at = Some(now + self.period(on));
             }
-            self.try_send(net);
         }
         if self.stop.is_some_and(|t| now >= t) && !self.stopped {
             self.stopped = true;
-            self.limit = self.snd_max;
+            self.data.limit = self.data.next;
             self.toggle_at = None;
         }
         if let (Some(t), Traffic::OnOff { on, off }) = (self.toggle_at, self.traffic) {
             if now >= t {
                 self.on = !self.on;
                 if self.on {
-                    self.limit = u64::MAX;
+                    self.data.limit = u64::MAX;
                     self.toggle_at = Some(now + self.period(on));
-                    self.try_send(net);
                 } else {
-                    self.limit = self.snd_max;
+                    self.data.limit = self.data.next;
                     self.toggle_at = Some(now + self.period(off));
                 }
             }
         }
-        if self.rto_at.is_some_and(|t| now >= t) {
-            self.on_rto(net);
+        if self.started {
+            for i in 0..self.subs.len() {
+                let s = &mut self.subs[i];
+                if s.should_join(now) {
+                    s.join(now, &mut self.cc, &mut self.views);
+                }
+                if s.should_leave(now) {
+                    let orphans = s.leave(&mut self.cc, &mut self.views);
+                    for d in orphans {
+                        if d >= self.data.data_una {
+                            self.data.reinject.push_back(d);
+                            self.stats.reinjected += 1;
+                        }
+                    }
+                }
+                if s.rto_due(now) {
+                    s.on_rto(net, &mut self.cc, &mut self.views, &mut self.data);
+                }
+            }
+            self.schedule(net);
         }
         self.arm(net);
     }
 
     fn arm(&mut self, net: &mut Net) {
-        let next = [
+        let mut next = [
             (!self.started).then_some(self.start),
             self.stop.filter(|_| self.started && !self.stopped),
             self.toggle_at,
-            self.rto_at,
         ]
         .into_iter()
         .flatten()
         .min();
+        for s in &self.subs {
+            if let Some(t) = s.next_deadline() {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        }
         if let Some(t) = next {
             self.timer.arm(t, self.comp, &mut net.sched);
         }
     }
 
-    /// Data segments this flow has in links or queues right now (for conservation checks).
-    pub fn outstanding(&self) -> u64 {
-        self.snd_max - self.snd_una
-    }
-}
-
-/// Counters of a TCP receiver.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReceiverStats {
-    /// Data segments received, duplicates included.
-    pub segments: u64,
-    /// Payload bytes received, duplicates included.
-    pub bytes: u64,
-    /// Payload bytes delivered in order to the application.
-    pub delivered: u64,
-    /// ACKs sent.
-    pub acks_sent: u64,
-}
-
-/// The receiving side of a TCP flow.
-pub struct TcpReceiver {
-    flow: u32,
-    comp: ComponentId,
-    rcv_nxt: u64,
-    /// Payload of segment `rcv_nxt + k` if held out of order, else 0.
-    ooo: VecDeque<u32>,
-    ooo_held: u32,
-    last_seq: u64,
-    sack: bool,
-    delayed_ack: Option<Duration>,
-    ack_size: u32,
-    unacked: u32,
-    delack_at: Option<Instant>,
-    timer: Timer,
-    /// Counters.
-    pub stats: ReceiverStats,
-}
-
-impl TcpReceiver {
-    /// A receiver for `flow`.
-    pub fn new(flow: u32, comp: ComponentId, cfg: &TcpConfig) -> Self {
-        TcpReceiver {
-            flow,
-            comp,
-            rcv_nxt: 0,
-            ooo: VecDeque::new(),
-            ooo_held: 0,
-            last_seq: 0,
-            sack: cfg.recovery == Recovery::Sack,
-            delayed_ack: cfg.delayed_ack,
-            ack_size: cfg.ack_size,
-            unacked: 0,
-            delack_at: None,
-            timer: Timer::default(),
-            stats: ReceiverStats::default(),
-        }
-    }
-
-    /// A data segment arrived.
-    pub fn on_data(&mut self, p: &Packet, net: &mut Net) {
-        self.stats.segments += 1;
-        self.stats.bytes += p.payload as u64;
-        let seq = p.seq;
-        self.last_seq = seq;
-        let immediate = if seq < self.rcv_nxt {
-            true // a duplicate: tell the sender at once
-        } else if seq == self.rcv_nxt {
-            let had_gap = self.ooo_held > 0;
-            self.stats.delivered += p.payload as u64;
-            self.rcv_nxt += 1;
-            self.ooo.pop_front();
-            while let Some(&held) = self.ooo.front() {
-                if held == 0 {
-                    break;
-                }
-                self.stats.delivered += held as u64;
-                self.ooo_held -= 1;
-                self.rcv_nxt += 1;
-                self.ooo.pop_front();
-            }
-            if self.ooo_held == 0 {
-                self.ooo.clear();
-            }
-            // RFC 5681 §4.2: acknowledge at once a segment that fills a gap.
-            had_gap
-        } else {
-            let k = (seq - self.rcv_nxt) as usize;
-            if self.ooo.len() <= k {
-                self.ooo.resize(k + 1, 0);
-            }
-            if self.ooo[k] == 0 {
-                self.ooo[k] = p.payload;
-                self.ooo_held += 1;
-            }
-            true // out of order: a duplicate ACK at once
-        };
-        match self.delayed_ack {
-            Some(d) if !immediate => {
-                self.unacked += 1;
-                // RFC 5681 §4.2: at least every second full-sized segment.
-                if self.unacked >= 2 {
-                    self.send_ack(net);
-                } else {
-                    let t = net.now + d;
-                    self.delack_at = Some(t);
-                    self.timer.arm(t, self.comp, &mut net.sched);
-                }
-            }
-            _ => self.send_ack(net),
-        }
-    }
-
-    fn send_ack(&mut self, net: &mut Net) {
-        self.unacked = 0;
-        self.delack_at = None;
-        self.stats.acks_sent += 1;
-        let mut p = Packet::new(self.flow, PacketKind::Ack, self.ack_size, 0);
-        p.ack = self.rcv_nxt;
-        if self.sack && self.ooo_held > 0 {
-            self.fill_sack(&mut p);
-        }
-        net.send(p);
-    }
-
-    /// RFC 2018 §4: the first block holds the most recently received segment; the others
-    /// follow in ascending order.
-    fn fill_sack(&self, p: &mut Packet) {
-        let mut blocks = [(0u64, 0u64); 8];
-        let mut n = 0;
-        let mut first = None;
-        let mut k = 0;
-        while k < self.ooo.len() {
-            if self.ooo[k] == 0 {
-                k += 1;
-                continue;
-            }
-            let s = k;
-            while k < self.ooo.len() && self.ooo[k] != 0 {
-                k += 1;
-            }
-            let b = (self.rcv_nxt + s as u64, self.rcv_nxt + k as u64);
-            if b.0 <= self.last_seq && self.last_seq < b.1 {
-                first = Some(b);
-            } else if n < blocks.len() {
-                blocks[n] = b;
-                n += 1;
-            }
-        }
-        let mut out = 0;
-        if let Some(b) = first {
-            p.sack[0] = b;
-            out = 1;
-        }
-        for &b in &blocks[..n] {
-            if out == MAX_SACK_BLOCKS {
-                break;
-            }
-            p.sack[out] = b;
-            out += 1;
-        }
-        p.nsack = out as u8;
-    }
-
-    /// The delayed-ACK timer fired.
-    pub fn on_timer(&mut self, net: &mut Net) {
-        let now = net.now;
-        if !self.timer.fire(now) {
-            return;
-        }
-        match self.delack_at {
-            Some(t) if t <= now => self.send_ack(net),
-            Some(t) => self.timer.arm(t, self.comp, &mut net.sched),
-            None => {}
-        }
+    /// Data segments sent on all subflows (retransmissions included), for conservation checks.
+    pub fn segments_sent(&self) -> u64 {
+        self.subs.iter().map(|s| s.stats.segments_sent).sum()
     }
 }

@@ -8,6 +8,7 @@ use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
 /// A constant-rate datagram source.
 pub struct CbrSender {
     flow: u32,
+    route: u32,
     comp: ComponentId,
     size: u32,
     interval: Duration,
@@ -26,6 +27,7 @@ impl CbrSender {
     /// A source of `size`-byte datagrams at `rate`, active between `start` and `stop`.
     pub fn new(
         flow: u32,
+        route: u32,
         comp: ComponentId,
         rate: Bandwidth,
         size: u32,
@@ -37,6 +39,7 @@ impl CbrSender {
             .unwrap_or(Duration::from_secs(1));
         CbrSender {
             flow,
+            route,
             comp,
             size,
             interval,
@@ -70,7 +73,13 @@ impl CbrSender {
             self.next = None;
             return;
         }
-        let mut p = Packet::new(self.flow, PacketKind::Datagram, self.size, self.size);
+        let mut p = Packet::new(
+            self.flow,
+            self.route,
+            PacketKind::Datagram,
+            self.size,
+            self.size,
+        );
         p.seq = self.seq;
         self.seq += 1;
         self.sent += 1;

@@ -181,6 +181,6 @@ path = ["a{i}"]
     );
     // n/3 ms for n = 1, 2, 3, rounded to the nanosecond.
     assert_eq!(sc.links[1].forward.delay.as_nanos(), 666_667);
-    assert_eq!(sc.flows[2].path[0].link, 2);
+    assert_eq!(sc.flows[2].subflows[0].path[0].link, 2);
     assert_eq!(sc.flows[2].group, "f");
 }

@@ -1,0 +1,563 @@
+//! One subflow's sender: its sequence space and scoreboard, loss detection and recovery
+//! (NewReno, RFC 6582, or SACK, RFC 6675) and its retransmission timer (RFC 6298, with
+//! exponential backoff and Karn's rule). The window comes from the connection's controller,
+//! new data from the connection's data sequence.
+//!
+//! Invariants: `snd_una ≤ snd_nxt ≤ snd_max`; `segs` holds exactly the segments
+//! `snd_una..snd_max`; the controller hears of each recovery episode once, at its start and at
+//! its end, and of each timeout.
+
+use super::{Cc, DataSource, Recovery, SubflowPlan, TcpConfig};
+use crate::net::Net;
+use crate::packet::{Packet, PacketKind};
+use pathweave_cc::cc::multipath::{MultipathController, Paths};
+use pathweave_cc::cc::{Ack, Cause, CongestionEvent, PathId, PathView, Rto};
+use pathweave_cc::rtt::RttEstimator;
+use pathweave_cc::{Bytes, Duration, Instant};
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Seg {
+    sent: Instant,
+    dsn: u64,
+    payload: u32,
+    retx: bool,
+    sacked: bool,
+    lost: bool,
+    rec_retx: bool,
+}
+
+/// Counters of one subflow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SubflowStats {
+    /// Data segments transmitted, retransmissions included.
+    pub segments_sent: u64,
+    /// Payload bytes transmitted, retransmissions included.
+    pub bytes_sent: u64,
+    /// Segments retransmitted.
+    pub retransmits: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Loss events: entries into fast recovery plus first timeouts.
+    pub loss_events: u64,
+    /// Payload bytes cumulatively acknowledged on this subflow.
+    pub bytes_acked: u64,
+    /// ∫ cwnd dt in byte-seconds, while the connection is active and the subflow joined.
+    pub cwnd_integral: f64,
+    /// ∫ srtt dt in seconds², once an RTT is known.
+    pub srtt_integral: f64,
+    /// Seconds over which `srtt_integral` was taken.
+    pub srtt_time: f64,
+    /// Seconds over which `cwnd_integral` was taken.
+    pub active_time: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Active,
+    Left,
+}
+
+/// One subflow's sending side.
+pub struct Subflow {
+    flow: u32,
+    id: u16,
+    cfg: TcpConfig,
+    plan: SubflowPlan,
+    state: State,
+    rtt: RttEstimator,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    segs: VecDeque<Seg>,
+    dupacks: u32,
+    in_recovery: bool,
+    recover: Option<u64>,
+    inflation: u64,
+    partial_seen: bool,
+    high_sacked: u64,
+    rto_at: Option<Instant>,
+    rto_seq: Option<u64>,
+    last_integrated: Instant,
+    /// Counters.
+    pub stats: SubflowStats,
+}
+
+impl Subflow {
+    pub(crate) fn new(flow: u32, id: u16, cfg: TcpConfig, plan: SubflowPlan) -> Self {
+        Subflow {
+            flow,
+            id,
+            cfg,
+            plan,
+            state: State::Waiting,
+            rtt: RttEstimator::new(cfg.rto),
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            segs: VecDeque::new(),
+            dupacks: 0,
+            in_recovery: false,
+            recover: None,
+            inflation: 0,
+            partial_seen: false,
+            high_sacked: 0,
+            rto_at: None,
+            rto_seq: None,
+            last_integrated: plan.join,
+            stats: SubflowStats::default(),
+        }
+    }
+
+    fn pid(&self) -> PathId {
+        PathId(self.id as u32)
+    }
+
+    fn mss(&self) -> u64 {
+        self.cfg.mss as u64
+    }
+
+    /// The RTT estimator, for traces.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// The smoothed RTT.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+
+    /// Whether the subflow has joined and not left.
+    pub fn is_active(&self) -> bool {
+        self.state == State::Active
+    }
+
+    /// Segments sent and not yet acknowledged on this subflow.
+    pub fn outstanding(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+
+    pub(crate) fn should_join(&self, now: Instant) -> bool {
+        self.state == State::Waiting && now >= self.plan.join
+    }
+
+    pub(crate) fn should_leave(&self, now: Instant) -> bool {
+        self.state == State::Active && self.plan.leave.is_some_and(|t| now >= t)
+    }
+
+    pub(crate) fn rto_due(&self, now: Instant) -> bool {
+        self.state == State::Active && self.rto_at.is_some_and(|t| now >= t)
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        match self.state {
+            State::Waiting => Some(self.plan.join),
+            State::Active => {
+                let leave = self.plan.leave;
+                match (self.rto_at, leave) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            State::Left => None,
+        }
+    }
+
+    pub(crate) fn stop_timer(&mut self) {
+        self.rto_at = None;
+    }
+
+    /// Join the connection: the controller learns of the path.
+    pub(crate) fn join(&mut self, now: Instant, cc: &mut Cc, views: &mut [PathView]) {
+        self.state = State::Active;
+        self.last_integrated = now;
+        cc.on_path_added(self.pid(), now, Bytes(self.mss()));
+        views[self.id as usize].can_send = true;
+    }
+
+    /// Leave the connection; returns the DSNs it had not seen acknowledged, for reinjection.
+    pub(crate) fn leave(&mut self, cc: &mut Cc, views: &mut [PathView]) -> Vec<u64> {
+        self.state = State::Left;
+        self.rto_at = None;
+        cc.on_path_removed(self.pid());
+        views[self.id as usize].can_send = false;
+        self.segs
+            .iter()
+            .filter(|s| !s.sacked)
+            .map(|s| s.dsn)
+            .collect()
+    }
+
+    /// Accumulate the time integrals of cwnd and srtt up to `now`.
+    pub(crate) fn integrate(&mut self, now: Instant, connection_active: bool, cwnd: Bytes) {
+        if !connection_active || self.state != State::Active {
+            self.last_integrated = now;
+            return;
+        }
+        let dt = now.saturating_since(self.last_integrated).as_secs_f64();
+        self.stats.cwnd_integral += cwnd.0 as f64 * dt;
+        self.stats.active_time += dt;
+        if let Some(s) = self.rtt.srtt() {
+            self.stats.srtt_integral += s.as_secs_f64() * dt;
+            self.stats.srtt_time += dt;
+        }
+        self.last_integrated = now;
+    }
+
+    /// Refresh this path's view before a controller call.
+    fn refresh(&self, views: &mut [PathView]) {
+        let v = &mut views[self.id as usize];
+        v.srtt = self.rtt.srtt();
+        v.min_rtt = self.rtt.min_rtt();
+        v.latest_rtt = self.rtt.latest();
+        v.in_flight = Bytes((self.snd_nxt - self.snd_una) * self.mss());
+    }
+
+    fn transmit(&mut self, seq: u64, net: &mut Net) {
+        let now = net.now;
+        if seq == self.snd_max {
+            // New segments are pushed by `send_new`.
+            return;
+        }
+        let k = (seq - self.snd_una) as usize;
+        let s = &mut self.segs[k];
+        s.sent = now;
+        s.retx = true;
+        let (dsn, payload) = (s.dsn, s.payload);
+        self.stats.retransmits += 1;
+        self.emit(seq, dsn, payload, net);
+    }
+
+    fn send_new(&mut self, dsn: u64, payload: u32, net: &mut Net) {
+        let seq = self.snd_max;
+        self.segs.push_back(Seg {
+            sent: net.now,
+            dsn,
+            payload,
+            ..Seg::default()
+        });
+        self.snd_max += 1;
+        self.emit(seq, dsn, payload, net);
+    }
+
+    fn emit(&mut self, seq: u64, dsn: u64, payload: u32, net: &mut Net) {
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += payload as u64;
+        let mut p = Packet::new(
+            self.flow,
+            self.plan.route,
+            PacketKind::Data,
+            payload + self.cfg.header,
+            payload,
+        );
+        p.sub = self.id;
+        p.seq = seq;
+        p.dsn = dsn;
+        net.send(p);
+        // RFC 6298 (5.1): start the timer when data is sent and it is not running.
+        if self.rto_at.is_none() {
+            self.rto_at = Some(net.now + self.rtt.rto());
+        }
+    }
+
+    /// Send what the window allows, taking at most `max_new` new segments from `data`.
+    /// Returns the number of new segments sent.
+    pub(crate) fn send(
+        &mut self,
+        net: &mut Net,
+        cc: &mut Cc,
+        views: &mut [PathView],
+        data: &mut DataSource,
+        max_new: usize,
+    ) -> usize {
+        if self.state != State::Active {
+            return 0;
+        }
+        if self.in_recovery && self.cfg.recovery == Recovery::Sack {
+            return self.sack_send(net, cc, data, max_new);
+        }
+        let _ = views;
+        let wnd = ((cc.window(self.pid()).0 + self.inflation) / self.mss()).max(1);
+        let mut sent_new = 0;
+        loop {
+            if self.snd_nxt - self.snd_una >= wnd {
+                break;
+            }
+            if self.snd_nxt < self.snd_max {
+                // Go-back-N after a timeout: resend what was outstanding.
+                let seq = self.snd_nxt;
+                self.snd_nxt += 1;
+                if !self.segs[(seq - self.snd_una) as usize].sacked {
+                    self.transmit(seq, net);
+                }
+                continue;
+            }
+            if sent_new >= max_new {
+                break;
+            }
+            let Some(dsn) = data.take() else { break };
+            self.send_new(dsn, data.payload(dsn), net);
+            self.snd_nxt = self.snd_max;
+            sent_new += 1;
+        }
+        sent_new
+    }
+
+    /// RFC 6675 §5: send while `cwnd − pipe ≥ 1 SMSS`, choosing segments by NextSeg().
+    fn sack_send(
+        &mut self,
+        net: &mut Net,
+        cc: &mut Cc,
+        data: &mut DataSource,
+        max_new: usize,
+    ) -> usize {
+        let mut pipe = self.update_scoreboard();
+        let cwnd_segs = cc.window(self.pid()).0 / self.mss();
+        let mut cursor = 0usize;
+        let mut sent_new = 0;
+        while cwnd_segs > pipe {
+            // (1) the lowest segment deemed lost and not yet retransmitted in this recovery.
+            while cursor < self.segs.len() {
+                let s = &self.segs[cursor];
+                if s.lost && !s.rec_retx && !s.sacked {
+                    break;
+                }
+                cursor += 1;
+            }
+            if cursor < self.segs.len() {
+                self.segs[cursor].rec_retx = true;
+                let seq = self.snd_una + cursor as u64;
+                self.transmit(seq, net);
+                pipe += 1;
+                continue;
+            }
+            // (2) new data.
+            if sent_new < max_new {
+                if let Some(dsn) = data.take() {
+                    self.send_new(dsn, data.payload(dsn), net);
+                    self.snd_nxt = self.snd_max;
+                    sent_new += 1;
+                    pipe += 1;
+                    continue;
+                }
+            }
+            // (3) a hole below the highest SACKed segment not yet retransmitted.
+            let rescue = (0..self.segs.len()).find(|&i| {
+                let s = &self.segs[i];
+                !s.sacked && !s.rec_retx && self.snd_una + (i as u64) < self.high_sacked
+            });
+            match rescue {
+                Some(i) => {
+                    self.segs[i].rec_retx = true;
+                    self.transmit(self.snd_una + i as u64, net);
+                    pipe += 1;
+                }
+                None => break,
+            }
+        }
+        sent_new
+    }
+
+    /// Mark segments lost per RFC 6675 IsLost() and return the pipe estimate (segments).
+    fn update_scoreboard(&mut self) -> u64 {
+        let thresh = self.cfg.dupthresh as u64;
+        let mut above = 0u64;
+        let mut pipe = 0u64;
+        for s in self.segs.iter_mut().rev() {
+            if s.sacked {
+                above += 1;
+                continue;
+            }
+            s.lost = above >= thresh;
+            if !s.lost {
+                pipe += 1;
+            }
+            if s.rec_retx {
+                pipe += 1;
+            }
+        }
+        pipe
+    }
+
+    fn enter_recovery(
+        &mut self,
+        net: &mut Net,
+        cc: &mut Cc,
+        views: &mut [PathView],
+        data: &mut DataSource,
+    ) {
+        let now = net.now;
+        self.in_recovery = true;
+        self.recover = Some(self.snd_max - 1);
+        self.partial_seen = false;
+        self.stats.loss_events += 1;
+        self.refresh(views);
+        cc.on_congestion_event(
+            self.pid(),
+            &CongestionEvent {
+                now,
+                cause: Cause::Loss,
+            },
+            &Paths(views),
+        );
+        match self.cfg.recovery {
+            Recovery::NewReno => {
+                // RFC 6582 §3.2 steps 2–3: retransmit, inflate by the three duplicates.
+                self.inflation = 3 * self.mss();
+                self.transmit(self.snd_una, net);
+            }
+            Recovery::Sack => {
+                for s in self.segs.iter_mut() {
+                    s.rec_retx = false;
+                }
+                // RFC 6675 §5 step 4.3: the first segment presumed lost goes out at once.
+                self.update_scoreboard();
+                if let Some(s) = self.segs.front_mut() {
+                    s.lost = true;
+                    s.rec_retx = true;
+                }
+                self.transmit(self.snd_una, net);
+                self.sack_send(net, cc, data, 0);
+            }
+        }
+    }
+
+    fn apply_sack(&mut self, p: &Packet) {
+        for &(s, e) in &p.sack[..p.nsack as usize] {
+            let lo = s.max(self.snd_una);
+            let hi = e.min(self.snd_max);
+            for seq in lo..hi {
+                self.segs[(seq - self.snd_una) as usize].sacked = true;
+            }
+            if hi > lo {
+                self.high_sacked = self.high_sacked.max(hi);
+            }
+        }
+    }
+
+    /// An ACK for this subflow arrived.
+    pub(crate) fn on_ack(
+        &mut self,
+        p: &Packet,
+        net: &mut Net,
+        cc: &mut Cc,
+        views: &mut [PathView],
+        data: &mut DataSource,
+    ) {
+        if self.state != State::Active {
+            return;
+        }
+        let now = net.now;
+        let ack = p.ack.min(self.snd_max);
+        if self.cfg.recovery == Recovery::Sack {
+            self.apply_sack(p);
+        }
+        if ack > self.snd_una {
+            let newly = (ack - self.snd_una) as usize;
+            let last = self.segs[newly - 1];
+            // Karn: only a segment sent once gives an unambiguous sample.
+            let sample = (!last.retx).then(|| now.saturating_since(last.sent));
+            if let Some(r) = sample {
+                self.rtt.on_sample(r);
+            }
+            let bytes: u64 = self.segs.drain(..newly).map(|s| s.payload as u64).sum();
+            self.snd_una = ack;
+            self.snd_nxt = self.snd_nxt.max(ack);
+            self.dupacks = 0;
+            self.stats.bytes_acked += bytes;
+            let ackev = Ack {
+                now,
+                bytes_acked: Bytes(bytes),
+                rtt: sample,
+                in_recovery: self.in_recovery,
+            };
+            self.refresh(views);
+            cc.on_ack(self.pid(), &ackev, &Paths(views));
+            if self.in_recovery {
+                if self.recover.is_some_and(|r| ack > r) {
+                    // Full ACK: recovery ends, the window deflates to ssthresh (RFC 6582 step 3).
+                    self.in_recovery = false;
+                    self.inflation = 0;
+                    self.refresh(views);
+                    cc.on_recovery_end(self.pid(), now, &Paths(views));
+                    self.rto_at = Some(now + self.rtt.rto());
+                } else if self.cfg.recovery == Recovery::NewReno {
+                    // Partial ACK: retransmit the next hole, deflate by the amount acknowledged
+                    // and add back one segment; reset the timer on the first one only.
+                    self.inflation = self.inflation.saturating_sub(bytes) + self.mss();
+                    self.transmit(self.snd_una, net);
+                    if !self.partial_seen {
+                        self.partial_seen = true;
+                        self.rto_at = Some(now + self.rtt.rto());
+                    }
+                } else {
+                    self.rto_at = Some(now + self.rtt.rto());
+                }
+            } else {
+                // RFC 6298 (5.3): new data acknowledged restarts the timer.
+                self.rto_at = Some(now + self.rtt.rto());
+            }
+            if self.snd_una == self.snd_max {
+                self.rto_at = None; // (5.2)
+            }
+        } else if ack == self.snd_una && self.snd_max > self.snd_una {
+            self.dupacks += 1;
+            if self.in_recovery {
+                if self.cfg.recovery == Recovery::NewReno {
+                    self.inflation += self.mss();
+                }
+            } else {
+                let lost_head = self.cfg.recovery == Recovery::Sack && {
+                    self.update_scoreboard();
+                    self.segs.front().is_some_and(|s| s.lost)
+                };
+                if (self.dupacks >= self.cfg.dupthresh || lost_head)
+                    // RFC 6582 §3.2 step 1: only if the ACK covers more than `recover`.
+                    && self.recover.is_none_or(|r| self.snd_una > r)
+                {
+                    self.enter_recovery(net, cc, views, data);
+                }
+            }
+        }
+    }
+
+    /// The retransmission timer expired.
+    pub(crate) fn on_rto(
+        &mut self,
+        net: &mut Net,
+        cc: &mut Cc,
+        views: &mut [PathView],
+        data: &mut DataSource,
+    ) {
+        let now = net.now;
+        self.rto_at = None;
+        if self.snd_una == self.snd_max {
+            return;
+        }
+        let repeated = self.rto_seq == Some(self.snd_una);
+        self.stats.timeouts += 1;
+        if !repeated {
+            self.stats.loss_events += 1;
+        }
+        self.refresh(views);
+        cc.on_rto(self.pid(), &Rto { now, repeated }, &Paths(views));
+        self.rtt.back_off();
+        self.rto_seq = Some(self.snd_una);
+        self.in_recovery = false;
+        self.inflation = 0;
+        self.dupacks = 0;
+        self.recover = Some(self.snd_max - 1);
+        self.high_sacked = 0;
+        for s in self.segs.iter_mut() {
+            s.sacked = false;
+            s.lost = false;
+            s.rec_retx = false;
+        }
+        // (5.4) retransmit the earliest unacknowledged segment; go back N from there.
+        self.snd_nxt = self.snd_una + 1;
+        self.transmit(self.snd_una, net);
+        self.rto_at = Some(now + self.rtt.rto()); // (5.5)–(5.6)
+        let _ = data;
+    }
+}
