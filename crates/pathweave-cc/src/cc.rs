@@ -106,6 +106,24 @@ pub struct Metrics {
     pub cwnd: Bytes,
     /// Slow-start threshold, `None` while it is still infinite.
     pub ssthresh: Option<Bytes>,
+    /// A coupling factor where the algorithm has one: LIA's α (RFC 6356 §3, the same for every
+    /// path of a connection), Balia's α_r = max_k x_k / x_r, the MPTCP-in-bytes α.
+    pub alpha: Option<f64>,
+    /// OLIA's ε_r, the opportunistic share of the increase (sums to zero over the paths).
+    pub epsilon: Option<f64>,
+    /// A per-path weight: wVegas's rate share, EWTCP's increase weight a, RP-MP's rate share.
+    pub weight: Option<f64>,
+}
+
+impl Metrics {
+    /// A snapshot with a window and a threshold and no algorithm-specific state.
+    pub fn new(cwnd: Bytes, ssthresh: Option<Bytes>) -> Self {
+        Metrics {
+            cwnd,
+            ssthresh,
+            ..Metrics::default()
+        }
+    }
 }
 
 /// A single-path congestion controller.
@@ -124,10 +142,7 @@ pub trait Controller {
     fn ssthresh(&self) -> Option<Bytes>;
     /// A snapshot for traces.
     fn metrics(&self) -> Metrics {
-        Metrics {
-            cwnd: self.window(),
-            ssthresh: self.ssthresh(),
-        }
+        Metrics::new(self.window(), self.ssthresh())
     }
 }
 

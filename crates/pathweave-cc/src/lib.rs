@@ -6,8 +6,10 @@
 //!
 //! * [`units`] — newtypes for time, sizes and rates.
 //! * [`rtt`] — the RFC 6298 round-trip-time estimator every transport shares.
-//! * [`cc`] — the [`Controller`](cc::Controller) and
-//!   [`MultipathController`](cc::multipath::MultipathController) traits and the algorithms.
+//! * [`cc`] — the [`Controller`] and [`MultipathController`] traits and the algorithms:
+//!   NewReno, and the multipath family in [`cc::multipath`] (LIA, OLIA, Balia, fully coupled,
+//!   EWTCP, RP-MP v2, MPTCP in bytes, wVegas, uncoupled), built by name through
+//!   [`MultipathConfig`] into an [`AnyMultipathController`].
 
 pub mod cc;
 pub mod rtt;
@@ -15,5 +17,9 @@ pub mod rtt;
 pub mod testing;
 pub mod units;
 
-pub use cc::{Ack, AnyController, CongestionEvent, Controller, Metrics, PathView, Rto};
+pub use cc::multipath::{
+    Algorithm, AnyMultipathController, Arithmetic, ConfigError, Counting, MultipathConfig,
+    MultipathController, Paths, WindowConfig,
+};
+pub use cc::{Ack, AnyController, CongestionEvent, Controller, Metrics, PathId, PathView, Rto};
 pub use units::{Bandwidth, Bytes, Duration, Instant};

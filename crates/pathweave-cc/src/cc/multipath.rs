@@ -3,10 +3,61 @@
 //! counterpart of the kernel's `mptcp_for_each_sk` walk, with no back-pointers. A coupled
 //! algorithm sees every subflow's events, so it holds every sibling's window itself.
 //!
-//! [`Uncoupled`] lifts any single-path controller to one independent instance per path.
+//! [`Uncoupled`] lifts any single-path controller to one independent instance per path. The
+//! coupled algorithms live one per file below this module; [`AnyMultipathController`] names
+//! them all and [`MultipathConfig`] builds one from a scenario's algorithm name.
+//!
+//! Event order the controllers expect, per path: `on_path_added` first; then, for each ACK
+//! that newly acknowledges data, `on_ack` (with `in_recovery` set while the transport is in
+//! loss recovery) and, if that ACK ends recovery, `on_recovery_end`; `on_congestion_event`
+//! once when a recovery episode starts; `on_rto` when the timer fires; `on_path_removed` last.
+//! Every call passes the views of all paths, indexed by [`PathId`].
+
+pub mod any;
+pub mod balia;
+pub mod config;
+pub mod coupled;
+pub mod lia;
+pub mod olia;
+#[cfg(test)]
+mod properties;
+pub mod rpmp;
+pub(crate) mod subflow;
+#[cfg(test)]
+mod test_support;
+pub mod wvegas;
+
+pub use any::{AnyMultipathController, MultipathConfig};
+pub use balia::{Balia, BaliaConfig};
+pub use config::{Algorithm, Arithmetic, ConfigError, Counting, WindowConfig};
+pub use coupled::{Ewtcp, EwtcpConfig, FullyCoupled, FullyCoupledConfig};
+pub use lia::{Lia, LiaConfig};
+pub use olia::{Olia, OliaConfig};
+pub use rpmp::{MptcpBytes, MptcpBytesConfig, RpMpConfig, RpMpDecrease, RpMpV2, SlowStart};
+pub use wvegas::{WVegas, WVegasConfig};
 
 use crate::cc::{Ack, CongestionEvent, Controller, Metrics, PathId, PathView, Rto};
 use crate::units::{Bytes, Instant};
+
+/// One path as the real-valued coupling formulas read it. The formulas are homogeneous in the
+/// window unit, so `window` may be in packets (as the test vectors are) or bytes (as the
+/// controllers pass it); `rtt` is the smoothed RTT in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathSample {
+    /// Congestion window (packets or bytes, the same unit for every path).
+    pub window: f64,
+    /// Smoothed round-trip time in seconds, above zero.
+    pub rtt: f64,
+}
+
+/// One path as the Linux kernel's integer code reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSample {
+    /// `snd_cwnd`: the window in packets.
+    pub cwnd: u64,
+    /// `srtt_us`: eight times the smoothed RTT in microseconds (Linux ≥ 3.15).
+    pub srtt_us: u64,
+}
 
 /// Views of every path of one connection, indexed by [`PathId`].
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +92,14 @@ pub trait MultipathController {
     fn window(&self, p: PathId) -> Bytes;
     /// A snapshot of path `p` for traces.
     fn metrics(&self, p: PathId) -> Metrics;
+    /// The slow-start threshold of path `p`, `None` while infinite (or for an unknown path).
+    fn ssthresh(&self, p: PathId) -> Option<Bytes> {
+        self.metrics(p).ssthresh
+    }
+    /// Whether path `p` is in slow start (`cwnd < ssthresh`).
+    fn in_slow_start(&self, p: PathId) -> bool {
+        self.ssthresh(p).is_none_or(|s| self.window(p) < s)
+    }
 }
 
 /// Independent copies of one single-path controller, one per path.
@@ -121,6 +180,12 @@ impl<C: Controller + Clone> MultipathController for Uncoupled<C> {
             .get(p.0 as usize)
             .and_then(Option::as_ref)
             .map_or_else(Metrics::default, C::metrics)
+    }
+    fn ssthresh(&self, p: PathId) -> Option<Bytes> {
+        self.paths
+            .get(p.0 as usize)
+            .and_then(Option::as_ref)
+            .and_then(C::ssthresh)
     }
 }
 

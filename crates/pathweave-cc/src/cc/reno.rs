@@ -14,7 +14,7 @@ use crate::cc::{Ack, CongestionEvent, Controller, PathView, Rto};
 use crate::units::Bytes;
 
 /// NewReno's parameters.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RenoConfig {
     /// Maximum segment size.
     pub mss: Bytes,
@@ -50,14 +50,14 @@ impl NewReno {
     pub fn new(cfg: RenoConfig) -> Self {
         NewReno {
             cfg,
-            cwnd: cfg.mss.0 * cfg.initial_window.max(1) as u64,
+            cwnd: cfg.mss.0.saturating_mul(cfg.initial_window.max(1) as u64),
             ssthresh: u64::MAX,
             ca_acked: 0,
         }
     }
 
     fn halve(&mut self) {
-        self.ssthresh = (self.cwnd / 2).max(2 * self.cfg.mss.0);
+        self.ssthresh = (self.cwnd / 2).max(self.cfg.mss.0.saturating_mul(2));
     }
 }
 
@@ -70,13 +70,14 @@ impl Controller for NewReno {
         let acked = ack.bytes_acked.0;
         if self.cwnd < self.ssthresh {
             // RFC 3465 §2.2: slow start grows by the bytes acknowledged, at most L·SMSS per ACK.
-            self.cwnd += acked.min(self.cfg.abc_limit as u64 * mss);
+            let cap = (self.cfg.abc_limit as u64).saturating_mul(mss);
+            self.cwnd = self.cwnd.saturating_add(acked.min(cap));
         } else {
             // RFC 5681 §3.1: one SMSS per window of acknowledged data.
-            self.ca_acked += acked;
+            self.ca_acked = self.ca_acked.saturating_add(acked);
             if self.ca_acked >= self.cwnd {
                 self.ca_acked -= self.cwnd;
-                self.cwnd += mss;
+                self.cwnd = self.cwnd.saturating_add(mss);
             }
         }
     }
