@@ -81,6 +81,9 @@ SUBFLOW_SERIES_COLUMNS = {
     "ssthresh_bytes": "float64",
     "srtt_s": "float64",
     "rate_bps": "float64",
+    "alpha": "float64",
+    "epsilon": "float64",
+    "weight": "float64",
 }
 LINK_SERIES_COLUMNS = {
     "time_s": "float64",

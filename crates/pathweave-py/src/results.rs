@@ -199,6 +199,9 @@ fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries) -> PyResult<Table<'py
         ssthresh_bytes,
         srtt_s,
         rate_bps,
+        alpha,
+        epsilon,
+        weight,
     } = t;
     Table::new(py)
         .num("time_s", time_s)?
@@ -207,7 +210,10 @@ fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries) -> PyResult<Table<'py
         .num("cwnd_bytes", cwnd_bytes)?
         .num("ssthresh_bytes", ssthresh_bytes)?
         .num("srtt_s", srtt_s)?
-        .num("rate_bps", rate_bps)
+        .num("rate_bps", rate_bps)?
+        .num("alpha", alpha)?
+        .num("epsilon", epsilon)?
+        .num("weight", weight)
 }
 
 fn link_series<'py>(py: Python<'py>, t: &LinkSeries) -> PyResult<Table<'py>> {

@@ -86,6 +86,12 @@ pub struct SubflowSeries {
     pub srtt_s: Vec<f64>,
     /// Acknowledged payload over the last interval (bit/s).
     pub rate_bps: Vec<f64>,
+    /// The controller's coupling factor where it has one (LIA α, Balia α_r), else NaN.
+    pub alpha: Vec<f64>,
+    /// OLIA's ε_r, else NaN.
+    pub epsilon: Vec<f64>,
+    /// A per-path weight (wVegas, EWTCP, RP-MP share), else NaN.
+    pub weight: Vec<f64>,
 }
 
 /// Per-link-direction results.

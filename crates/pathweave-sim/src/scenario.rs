@@ -9,8 +9,9 @@ use crate::link::{LinkDirSpec, LossModel, QueueSpec};
 use crate::quantity::{eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME_UNITS};
 use crate::red::RedParams;
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
+use pathweave_cc::cc::multipath::{Algorithm, Arithmetic, Counting, MultipathConfig, WindowConfig};
 use pathweave_cc::rtt::RtoConfig;
-use pathweave_cc::{Bandwidth, Duration, Instant};
+use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
 use std::collections::BTreeMap;
 use toml::{Table, Value};
 
@@ -57,15 +58,22 @@ pub enum ScenarioError {
     },
 }
 
-/// A congestion-control algorithm for a TCP flow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Algorithm {
-    /// TCP NewReno.
-    Reno,
+/// A TCP flow's congestion control as the scenario names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlSpec {
+    /// The name as written, normalised (`"reno"` for single-path NewReno).
+    pub name: String,
+    /// The controller's configuration, validated.
+    pub config: MultipathConfig,
 }
 
-/// The algorithms a scenario may name, for error messages.
-pub const ALGORITHMS: &[&str] = &["reno", "newreno"];
+/// The algorithm names a scenario may use: `reno` (NewReno; uncoupled on every subflow of a
+/// multipath flow) and the multipath algorithms of `pathweave-cc`.
+pub fn algorithm_names() -> Vec<&'static str> {
+    let mut v = vec!["reno"];
+    v.extend(Algorithm::ALL.iter().map(|a| a.name()));
+    v
+}
 
 /// What a flow is.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,7 +83,7 @@ pub enum FlowKind {
         /// Transport settings.
         cfg: TcpSettings,
         /// Congestion control.
-        algorithm: Algorithm,
+        control: ControlSpec,
         /// What the application offers.
         traffic: Traffic,
     },
@@ -1073,6 +1081,8 @@ impl Reader<'_> {
             "name",
             "group",
             "algorithm",
+            "arithmetic",
+            "counting",
             "path",
             "subflows",
             "start",
@@ -1130,6 +1140,13 @@ impl Reader<'_> {
                     "a cbr flow is not congestion-controlled; remove algorithm",
                 ));
             }
+            if let Some(v) = t.get("arithmetic").or(t.get("counting")) {
+                return Err(self.invalid(
+                    &join(path, "arithmetic"),
+                    v,
+                    "a cbr flow is not congestion-controlled; remove arithmetic and counting",
+                ));
+            }
             let rate = match tt.get("rate") {
                 Some(v) => self.rate(&join(&tp, "rate"), v)?,
                 None => {
@@ -1151,29 +1168,15 @@ impl Reader<'_> {
             }
             FlowKind::Cbr { rate, size }
         } else {
-            let algorithm = match t.get("algorithm") {
-                Some(v) => {
-                    let f = join(path, "algorithm");
-                    match self.string(&f, v)? {
-                        "reno" | "newreno" => Algorithm::Reno,
-                        _ => {
-                            return Err(self.invalid(
-                                &f,
-                                v,
-                                format!("unknown algorithm (allowed: {})", ALGORITHMS.join(", ")),
-                            ))
-                        }
-                    }
-                }
-                None => Algorithm::Reno,
-            };
+            let cfg = self.tcp_settings(t, path, *tcp)?;
+            let control = self.control(t, path, &cfg)?;
             let traffic = match traffic_v {
                 Some(v) => self.traffic(v, &join(path, "traffic"))?,
                 None => Traffic::Bulk,
             };
             FlowKind::Tcp {
-                cfg: self.tcp_settings(t, path, *tcp)?,
-                algorithm,
+                cfg,
+                control,
                 traffic,
             }
         };
@@ -1185,6 +1188,61 @@ impl Reader<'_> {
             start: Instant(start.as_nanos()),
             stop,
         })
+    }
+
+    /// `algorithm`, `arithmetic` and `counting` of a TCP flow, checked by building the
+    /// controller's configuration.
+    fn control(&self, t: &Table, path: &str, cfg: &TcpSettings) -> R<ControlSpec> {
+        let field = join(path, "algorithm");
+        let (name, algorithm) = match t.get("algorithm") {
+            None => ("reno".to_string(), Algorithm::Uncoupled),
+            Some(v) => match self.string(&field, v)? {
+                "reno" | "newreno" => ("reno".to_string(), Algorithm::Uncoupled),
+                other => match other.parse::<Algorithm>() {
+                    Ok(a) => (a.name().to_string(), a),
+                    Err(_) => {
+                        return Err(self.invalid(
+                            &field,
+                            v,
+                            format!(
+                                "unknown algorithm (allowed: {})",
+                                algorithm_names().join(", ")
+                            ),
+                        ))
+                    }
+                },
+            },
+        };
+        let window = WindowConfig::default().initial_window(cfg.initial_window);
+        let mut config = MultipathConfig::new(algorithm, Bytes(cfg.mss as u64), window);
+        if let Some(v) = t.get("arithmetic") {
+            let f = join(path, "arithmetic");
+            let a: Arithmetic = self
+                .string(&f, v)?
+                .parse()
+                .map_err(|_| self.invalid(&f, v, "allowed: \"spec\", \"linux\""))?;
+            config = config
+                .with_arithmetic(a)
+                .map_err(|e| self.invalid(&f, v, e.to_string()))?;
+        }
+        if let Some(v) = t.get("counting") {
+            let f = join(path, "counting");
+            let k: Counting = self
+                .string(&f, v)?
+                .parse()
+                .map_err(|_| self.invalid(&f, v, "allowed: \"per-packet\", \"per-ack-event\""))?;
+            config = config
+                .with_counting(k)
+                .map_err(|e| self.invalid(&f, v, e.to_string()))?;
+        }
+        if let Err(e) = config.validate() {
+            let v = t
+                .get("algorithm")
+                .cloned()
+                .unwrap_or(Value::String(name.clone()));
+            return Err(self.invalid(&field, &v, e.to_string()));
+        }
+        Ok(ControlSpec { name, config })
     }
 
     /// `path = [...]` for one subflow, or `subflows = [{ path = [...], start, stop }, …]`.

@@ -7,12 +7,12 @@ use crate::net::Net;
 use crate::packet::{PacketKind, PacketPool};
 use crate::results::*;
 use crate::rng::{Purpose, Stream};
-use crate::scenario::{Algorithm, FlowKind, LinkChange, Scenario};
+use crate::scenario::{FlowKind, LinkChange, Scenario};
 use crate::tcp::{Application, SubflowPlan, TcpReceiver, TcpSender, Traffic};
 use crate::udp::{CbrSender, CbrSink};
-use pathweave_cc::cc::multipath::{MultipathController, Uncoupled};
-use pathweave_cc::cc::{AnyController, NewReno, PathId, RenoConfig};
-use pathweave_cc::{Bytes, Instant};
+use pathweave_cc::cc::multipath::MultipathController;
+use pathweave_cc::cc::PathId;
+use pathweave_cc::Instant;
 use std::collections::BTreeMap;
 
 enum Flow {
@@ -113,14 +113,13 @@ impl Simulation {
             let flow = match &f.kind {
                 FlowKind::Tcp {
                     cfg,
-                    algorithm,
+                    control,
                     traffic,
                 } => {
                     let c = cfg.config();
-                    let cc = match algorithm {
-                        Algorithm::Reno => Uncoupled::new(AnyController::NewReno(NewReno::new(
-                            RenoConfig::new(Bytes(c.mss as u64), c.initial_window),
-                        ))),
+                    // The scenario validated the configuration, so building cannot fail.
+                    let Ok(cc) = control.config.build() else {
+                        unreachable!("scenario validation builds every controller configuration")
                     };
                     let plans: Vec<SubflowPlan> = f
                         .subflows
@@ -356,6 +355,9 @@ impl Simulation {
                             .push(m.ssthresh.map_or(f64::NAN, |b| b.0 as f64));
                         ss.srtt_s.push(r);
                         ss.rate_bps.push(sub_rate);
+                        ss.alpha.push(m.alpha.unwrap_or(f64::NAN));
+                        ss.epsilon.push(m.epsilon.unwrap_or(f64::NAN));
+                        ss.weight.push(m.weight.unwrap_or(f64::NAN));
                     }
                     if !srtt.is_finite() {
                         srtt = f64::NAN;
@@ -440,10 +442,7 @@ impl Simulation {
             let start = spec.start.as_secs_f64();
             let mut end = spec.stop.map_or(now, |s| s.min(now)).as_secs_f64();
             let algorithm = match &spec.kind {
-                FlowKind::Tcp {
-                    algorithm: Algorithm::Reno,
-                    ..
-                } => "reno",
+                FlowKind::Tcp { control, .. } => control.name.as_str(),
                 FlowKind::Cbr { .. } => "cbr",
             };
             let completion = match f {

@@ -34,7 +34,7 @@ use pathweave_cc::{Bytes, Duration, Instant};
 use std::collections::VecDeque;
 
 /// The connection controller the simulator drives.
-pub type Cc = pathweave_cc::cc::multipath::Uncoupled<pathweave_cc::cc::AnyController>;
+pub type Cc = pathweave_cc::cc::multipath::AnyMultipathController;
 
 /// Loss-recovery algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
