@@ -43,6 +43,40 @@ pub enum LossModel {
     None,
     /// Each packet is lost independently with probability `p`.
     Bernoulli(f64),
+    /// The Gilbert–Elliott two-state channel: before each packet the channel moves from good
+    /// to bad with probability `good_to_bad` and back with `bad_to_good`; the packet is then
+    /// lost with `loss_good` or `loss_bad`. The long-run loss rate is
+    /// `π_B·loss_bad + (1 − π_B)·loss_good` with `π_B = good_to_bad / (good_to_bad + bad_to_good)`.
+    GilbertElliott {
+        /// P(good → bad) per packet.
+        good_to_bad: f64,
+        /// P(bad → good) per packet.
+        bad_to_good: f64,
+        /// Loss probability in the good state.
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        loss_bad: f64,
+    },
+}
+
+impl LossModel {
+    /// The long-run fraction of packets lost.
+    pub fn stationary_loss(&self) -> f64 {
+        match *self {
+            LossModel::None => 0.0,
+            LossModel::Bernoulli(p) => p,
+            LossModel::GilbertElliott {
+                good_to_bad,
+                bad_to_good,
+                loss_good,
+                loss_bad,
+            } => {
+                let sum = good_to_bad + bad_to_good;
+                let bad = if sum > 0.0 { good_to_bad / sum } else { 0.0 };
+                bad * loss_bad + (1.0 - bad) * loss_good
+            }
+        }
+    }
 }
 
 /// Everything needed to build one link direction.
@@ -119,6 +153,8 @@ pub struct LinkDir {
     up: bool,
     disc: Disc,
     loss: LossModel,
+    /// Gilbert–Elliott channel state: true while bad.
+    channel_bad: bool,
     rng: Stream,
     ring: VecDeque<Slot>,
     /// Ring entries (from the front) whose transmission has started.
@@ -146,6 +182,7 @@ impl LinkDir {
             up: true,
             disc,
             loss: spec.loss,
+            channel_bad: false,
             rng,
             ring: VecDeque::new(),
             started: 0,
@@ -253,6 +290,27 @@ impl LinkDir {
         let lost = match self.loss {
             LossModel::None => false,
             LossModel::Bernoulli(p) => self.rng.uniform() < p,
+            LossModel::GilbertElliott {
+                good_to_bad,
+                bad_to_good,
+                loss_good,
+                loss_bad,
+            } => {
+                let flip = if self.channel_bad {
+                    bad_to_good
+                } else {
+                    good_to_bad
+                };
+                if self.rng.uniform() < flip {
+                    self.channel_bad = !self.channel_bad;
+                }
+                let p = if self.channel_bad {
+                    loss_bad
+                } else {
+                    loss_good
+                };
+                p > 0.0 && self.rng.uniform() < p
+            }
         };
         let (start, end, arrive) = self.plan(size, now.max(self.busy_until), self.last_arrival());
         if self.up {
