@@ -22,7 +22,7 @@ $(STAMP): $(BIN)/python $(RUST_SOURCES)
 setup: $(STAMP)
 
 demo: setup
-	$(BIN)/pathweave run scenarios/dumbbell.toml --out results/demo --plot
+	$(BIN)/python -m pathweave.compare scenarios/headline.toml --flow mp --algorithms uncoupled,lia,olia,balia --out results/demo
 
 test: setup test-rust test-python
 
@@ -36,6 +36,8 @@ lint: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests bench
+	$(BIN)/ruff format --check python tests bench
+	$(BIN)/mypy
 
 # Slow reproductions and cross-checks (deselected by default).
 slow: setup

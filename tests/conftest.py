@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -54,3 +57,41 @@ def write_scenario(directory: Path, text: str, filename: str = "scenario.toml") 
 def small_scenario(tmp_path: Path) -> Path:
     """The path of the SMALL scenario, written into the test's temporary directory."""
     return write_scenario(tmp_path, SMALL, "small.toml")
+
+
+# SMALL with a [sweep] table: 2 x 2 points x 3 seeds = 12 runs of a few milliseconds each.
+SWEEP = SMALL + textwrap.dedent(
+    """
+    [sweep]
+    seeds = 3
+
+    [sweep.grid]
+    "link[0].rate" = ["5Mbps", "10Mbps"]
+    "flow[0].count" = [1, 2]
+    """
+)
+
+
+@pytest.fixture
+def sweep_scenario(tmp_path: Path) -> Path:
+    """The path of the SWEEP scenario, written into the test's temporary directory."""
+    return write_scenario(tmp_path, SWEEP, "sweep.toml")
+
+
+def run_cli(
+    *args: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pathweave ARGS`` as a user would and capture its output."""
+    environ = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "pathweave", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environ,
+        timeout=timeout,
+        check=False,
+    )

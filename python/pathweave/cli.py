@@ -2,11 +2,16 @@
 
 * ``pathweave run FILE [--out DIR] [--seed N] [--format parquet|csv] [--plot] [--quiet]``
 * ``pathweave validate FILE``
+* ``pathweave sweep FILE [--jobs N | --dask ADDR] [--out DIR] [--cache DIR] [--force] [--quiet]``
+* ``pathweave reproduce [ID ...|all] [--quick] [--jobs N | --dask ADDR] [--out DIR] [--force]``
+  and ``pathweave reproduce --list``
 * ``pathweave --version``
 
-Exit codes: 0 success, 1 a failure while running or writing, 2 bad input (a bad scenario or
-bad arguments), 130 interrupted. A bad scenario is reported on stderr in one message, with no
-traceback, before anything is created.
+Exit codes: 0 success, 1 a failure while running or writing, 2 bad input (a bad scenario, a
+bad sweep, an unknown experiment or bad arguments), 130 interrupted. A bad scenario is
+reported on stderr in one message, with no traceback, before anything is created. In
+``reproduce`` a result outside its tolerance is a result (a "miss" in the table), not an
+error: the exit code is 0 once every run completed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -24,6 +30,12 @@ from rich.text import Text
 from pathweave import _core
 from pathweave._core import PathweaveError, Scenario, ScenarioError
 from pathweave.api import Result, check_output_directory, load, run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pathweave.repro import Experiment, Outcome
+    from pathweave.sweep import Plan, Sweep, SweepResult
 
 __all__ = ["main"]
 
@@ -94,7 +106,78 @@ def _parser() -> argparse.ArgumentParser:
     )
     val_p.add_argument("file", type=Path, metavar="FILE", help="scenario file (TOML)")
     val_p.set_defaults(command=_validate)
+
+    sweep_p = sub.add_parser(
+        "sweep",
+        help="run every point of a scenario's [sweep] table",
+        description="Run the grid and seeds of a scenario's [sweep] table, caching every run; "
+        "print mean ± 95 %% confidence interval per point and write the tables.",
+    )
+    sweep_p.add_argument("file", type=Path, metavar="FILE", help="scenario file with [sweep]")
+    sweep_p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output directory (default: results/sweeps/<scenario name>)",
+    )
+    _add_engine_options(sweep_p)
+    sweep_p.add_argument(
+        "--quiet", action="store_true", help="print neither progress nor the summary"
+    )
+    sweep_p.set_defaults(command=_sweep)
+
+    repro_p = sub.add_parser(
+        "reproduce",
+        help="rerun the papers' experiments and compare with the published values",
+        description="Run experiments (or 'all'), compare with the published values and write "
+        "figures, tables and report.html. Misses are results: the exit code is 0 once the "
+        "runs completed.",
+    )
+    repro_p.add_argument("ids", nargs="*", metavar="ID", help="experiment ids, or 'all'")
+    repro_p.add_argument("--list", action="store_true", help="list the experiments and exit")
+    repro_p.add_argument(
+        "--quick", action="store_true", help="the reduced form: shorter, fewer points and seeds"
+    )
+    repro_p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        default=Path("results") / "reproduce",
+        help="output root: DIR/<id>/, DIR/cache, DIR/report.html (default: results/reproduce)",
+    )
+    _add_engine_options(repro_p)
+    repro_p.add_argument(
+        "--quiet", action="store_true", help="print neither progress nor the tables"
+    )
+    repro_p.set_defaults(command=_reproduce)
     return parser
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="local worker processes (default: one per CPU; 1 runs in this process)",
+    )
+    where.add_argument(
+        "--dask",
+        metavar="ADDR",
+        help="run on the Dask cluster whose scheduler is at ADDR (e.g. tcp://host:8786)",
+    )
+    p.add_argument("--cache", type=Path, metavar="DIR", help="run cache (default: <out>/cache)")
+    p.add_argument("--force", action="store_true", help="rerun points found in the cache")
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
 
 
 def _seed(text: str) -> int:
@@ -122,6 +205,17 @@ def _load(path: Path) -> Scenario | None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    if _has_sweep(args.file):
+        # Every point of the sweep is checked, so a bad grid value is found before a run.
+        plan = _load_plan(args.file)
+        if plan is None:
+            return EXIT_BAD_INPUT
+        first = plan.points[0].scenario
+        print(
+            f"{args.file}: ok ({first.name}: sweep of {len(plan.points)} points x "
+            f"{len(plan.seeds)} seeds)"
+        )
+        return 0
     scenario = _load(args.file)
     if scenario is None:
         return EXIT_BAD_INPUT
@@ -134,8 +228,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _default_out(name: str) -> Path:
     """``results/<name>``, with the name made safe as one path component."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "unnamed"
-    return Path("results") / safe
+    return Path("results") / _safe(name)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -257,3 +350,260 @@ def _link_table(result: Result) -> Table:
 
 def _number(x: float, spec: str) -> str:
     return "-" if x != x else format(x, spec)  # NaN (no window, no RTT sample) shows as a dash
+
+
+# --- sweep and reproduce ----------------------------------------------------------------------
+
+
+def _has_sweep(path: Path) -> bool:
+    """Whether the file parses as TOML with a top-level ``[sweep]`` table."""
+    import tomllib
+
+    try:
+        return "sweep" in tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False  # the ordinary loader reports what is wrong
+
+
+def _load_plan(path: Path) -> Plan | None:
+    """The sweep plan of ``path``, or None after reporting why it is not valid."""
+    from pathweave.sweep import SweepError, load_plan
+
+    try:
+        return load_plan(path)
+    except (ScenarioError, SweepError) as e:
+        print(e, file=sys.stderr)
+        return None
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from pathweave.sweep import run_sweep, write_sweep
+
+    plan = _load_plan(args.file)
+    if plan is None:
+        return EXIT_BAD_INPUT
+    name = plan.points[0].scenario.name
+    out: Path = args.out if args.out is not None else Path("results") / "sweeps" / _safe(name)
+    problem = _sweep_out_problem(out)
+    if problem:
+        _error(f"--out: {problem}")
+        return EXIT_BAD_INPUT
+    cache: Path = args.cache if args.cache is not None else out / "cache"
+    try:
+        result = run_sweep(
+            plan,
+            cache,
+            jobs=args.jobs,
+            dask=args.dask,
+            force=args.force,
+            progress=not args.quiet and sys.stderr.isatty(),
+            description=name,
+        )
+    except KeyboardInterrupt:
+        _interrupted(cache, plan)
+        return EXIT_INTERRUPTED
+    except OSError as e:
+        _error(f"cannot write to the cache {cache}: {e}")
+        return EXIT_FAILURE
+    try:
+        summary = write_sweep(result, out)
+    except OSError as e:
+        _error(f"cannot write results to {out}: {e}")
+        return EXIT_FAILURE
+    if not args.quiet:
+        console = _console()
+        console.print(_sweep_table(name, plan.param_names, summary))
+        console.print(
+            f"{len(plan.points)} points x {len(plan.seeds)} seeds: {result.ran} runs simulated, "
+            f"{result.cached} from the cache, in {result.wall_time_s:.1f} s of wall time"
+        )
+        console.print(Text(f"results written to {out}"))
+    return _report_failures(result)
+
+
+def _sweep_out_problem(out: Path) -> str | None:
+    """Why ``out`` may not receive a sweep's results, or None: it must be absent, empty, or
+    hold an earlier sweep (``sweep.json``) or only a cache."""
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return f"{out} exists and is not a directory"
+    names = {p.name for p in out.iterdir()}
+    if not names or "sweep.json" in names or names == {"cache"}:
+        return None
+    return f"{out} exists and does not hold a sweep's results (no sweep.json); choose another"
+
+
+def _sweep_table(name: str, params: list[str], summary: pd.DataFrame) -> Table:
+    table = Table(title=Text(f"{name}: mean ± 95 % CI per point"))
+    table.add_column("point", justify="right")
+    for p in params:
+        table.add_column(p)
+    table.add_column("group")
+    for heading in ("n", "goodput Mbps", "Jain's index", "loss-event rate", "timeouts"):
+        table.add_column(heading, justify="right")
+    for row in summary.head(_MAX_FLOW_ROWS).to_dict("records"):
+        table.add_row(
+            str(row["point"]),
+            *(Text(str(row[p])) for p in params),
+            Text(str(row["group"])),
+            str(row["n"]),
+            _pm(row["total_goodput_bps_mean"] / 1e6, row["total_goodput_bps_ci"] / 1e6, ".3f"),
+            _pm(row["jain_mean"], row["jain_ci"], ".4f"),
+            _pm(row["loss_event_rate_mean"], row["loss_event_rate_ci"], ".5f"),
+            _pm(row["timeouts_mean"], row["timeouts_ci"], ".1f"),
+        )
+    if len(summary) > _MAX_FLOW_ROWS:
+        table.caption = f"{len(summary) - _MAX_FLOW_ROWS} more rows in summary.csv"
+    return table
+
+
+def _pm(mean: float, half: float, spec: str) -> str:
+    if mean != mean:
+        return "-"
+    return format(mean, spec) if half != half else f"{mean:{spec}} ± {half:{spec}}"
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from pathweave import repro
+    from pathweave.report import write_report
+    from pathweave.repro.runner import check_target
+    from pathweave.sweep import SweepError
+
+    try:
+        known = {e.id: e for e in repro.experiments()}
+    except repro.ExperimentError as e:
+        _error(str(e))
+        return EXIT_FAILURE
+    if args.list:
+        _experiment_list(list(known.values()))
+        return 0
+    if not args.ids:
+        _error("reproduce: name experiments (or 'all'), or use --list to see them")
+        return EXIT_BAD_INPUT
+    unknown = [i for i in args.ids if i != "all" and i not in known]
+    if unknown:
+        _error(
+            f"unknown experiment {unknown[0]!r}; known experiments: "
+            f"{', '.join(sorted(known)) or 'none'} (or 'all')"
+        )
+        return EXIT_BAD_INPUT
+    ids = list(known) if "all" in args.ids else list(dict.fromkeys(args.ids))
+    out: Path = args.out
+    for i in ids:
+        try:
+            check_target(out / i)
+        except OSError as e:
+            _error(f"--out: {e}")
+            return EXIT_BAD_INPUT
+    cache: Path = args.cache if args.cache is not None else out / "cache"
+    console = _console()
+    outcomes: list[repro.Outcome] = []
+    failures = 0
+    for i in ids:
+        try:
+            outcome = repro.run_experiment(
+                known[i],
+                out,
+                quick=args.quick,
+                cache_dir=cache,
+                jobs=args.jobs,
+                dask=args.dask,
+                force=args.force,
+                progress=not args.quiet and sys.stderr.isatty(),
+            )
+        except KeyboardInterrupt:
+            _error(
+                f"interrupted during {i}; finished runs are kept in {cache}; rerun the same "
+                "command to resume"
+            )
+            return EXIT_INTERRUPTED
+        except (ScenarioError, SweepError, repro.ExperimentError) as e:
+            _error(f"{i}: {e}")
+            return EXIT_FAILURE
+        except OSError as e:
+            _error(f"{i}: cannot write the results or the cache: {e}")
+            return EXIT_FAILURE
+        outcomes.append(outcome)
+        failures += len(outcome.result.failures)
+        if not args.quiet:
+            console.print(_comparison_table(outcome))
+    try:
+        report = write_report(out, ran=ids)
+    except OSError as e:
+        _error(f"cannot write the report into {out}: {e}")
+        return EXIT_FAILURE
+    if not args.quiet:
+        for o in outcomes:
+            console.print(
+                f"{o.experiment.id}: {o.matches} match, {o.misses} miss"
+                + (f", {o.not_covered} not in the quick sweep" if o.not_covered else "")
+                + f" ({o.result.ran} runs, {o.result.cached} from the cache, "
+                f"{o.wall_time_s:.1f} s) → {o.directory}"
+            )
+        console.print(Text(f"report: {report}"))
+    for o in outcomes:
+        for f in o.result.failures:
+            _error(f"{o.experiment.id}: point {f.task.point.index} seed {f.task.seed}: {f.message}")
+    return EXIT_FAILURE if failures else 0
+
+
+def _experiment_list(experiments: list[Experiment]) -> None:
+    table = Table(title="experiments")
+    table.add_column("id")
+    table.add_column("title")
+    table.add_column("runs (full)", justify="right")
+    table.add_column("runs (--quick)", justify="right")
+    for e in experiments:
+        table.add_row(Text(e.id), Text(e.title), _size(e, e.sweep), _size(e, e.quick))
+    _console().print(table)
+
+
+def _size(e: Experiment, sweep: Sweep) -> str:
+    points = len(e.scenarios)
+    for values in sweep.grid.values():
+        points *= len(values)
+    seeds = len(sweep.seed_list())
+    return f"{points} x {seeds}"
+
+
+def _comparison_table(outcome: Outcome) -> Table:
+    table = Table(title=Text(f"{outcome.experiment.id}: ours against the published values"))
+    table.add_column("published value")
+    table.add_column("ours (95 % CI)", justify="right")
+    table.add_column("published", justify="right")
+    table.add_column("tolerance")
+    table.add_column("verdict")
+    table.add_column("reason")
+    for row in outcome.comparison.to_dict("records"):
+        style = "green" if row["verdict"] == "match" else "red"
+        table.add_row(
+            Text(f"{row['label']}"),
+            _pm(row["ours"], row["ci_half_width"], ".4g"),
+            format(row["published"], ".4g"),
+            row["tolerance"],
+            Text(row["verdict"], style=style),
+            Text(str(row["reason"] or "")),
+        )
+    if outcome.not_covered:
+        table.caption = f"{outcome.not_covered} published values are outside the quick sweep"
+    return table
+
+
+def _report_failures(result: SweepResult) -> int:
+    for f in result.failures:
+        point = f.task.point
+        _error(f"point {point.index} ({point.describe()}) seed {f.task.seed}: {f.message}")
+    return EXIT_FAILURE if result.failures else 0
+
+
+def _interrupted(cache: Path, plan: Plan) -> None:
+    done = sum((cache / t.key / "run.json").is_file() for t in plan.tasks)
+    _error(
+        f"interrupted; {done} of {len(plan.tasks)} runs are kept in {cache}; rerun the same "
+        "command to resume"
+    )
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "unnamed"

@@ -1,0 +1,224 @@
+"""Run one scenario once per congestion-control algorithm of one flow and compare the shares.
+
+This is the headline demonstration (``make demo``): one two-subflow connection and one Reno
+flow on a shared bottleneck, run with uncoupled Reno, LIA, OLIA and Balia. Uncoupled subflows
+take about two shares; the coupled algorithms about one.
+
+    pathweave compare scenarios/headline.toml --flow mp --algorithms uncoupled,lia,olia,balia
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from rich.console import Console
+from rich.table import Table
+
+from pathweave._core import PathweaveError, ScenarioError
+from pathweave.api import Result, parse, run
+
+__all__ = ["Comparison", "compare", "main", "plot_comparison"]
+
+DEFAULT_ALGORITHMS = ("uncoupled", "lia", "olia", "balia")
+
+
+@dataclass
+class Comparison:
+    """The runs of one scenario, one per algorithm of the flow under study."""
+
+    flow: str
+    """The name of the flow whose algorithm varies."""
+    results: dict[str, Result]
+    """Result per algorithm, in the order run."""
+
+    def table(self) -> Any:
+        """A pandas DataFrame: one row per algorithm with the flow's goodput, the mean goodput
+        of the other flows, their ratio, and the flow's subflow throughputs."""
+        import pandas as pd
+
+        rows = []
+        for alg, res in self.results.items():
+            flows = res.flows
+            mine = flows["name"] == self.flow
+            own = float(flows.loc[mine, "goodput_bps"].sum())
+            others = flows.loc[~mine, "goodput_bps"]
+            other_mean = float(others.mean()) if len(others) else float("nan")
+            index = int(flows.index[mine][0])
+            subs = res.subflows[res.subflows["flow"] == index]
+            row: dict[str, Any] = {
+                "algorithm": alg,
+                "flow_goodput_bps": own,
+                "others_mean_goodput_bps": other_mean,
+                "share_ratio": own / other_mean if other_mean > 0 else float("nan"),
+            }
+            for k, tput in zip(subs["subflow"], subs["throughput_bps"], strict=True):
+                row[f"subflow{k}_throughput_bps"] = float(tput)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def _with_algorithm(doc: dict[str, Any], flow: str, algorithm: str) -> dict[str, Any]:
+    """A copy of the scenario document with `flow`'s algorithm set (and the sweep removed)."""
+    out = {k: v for k, v in doc.items() if k != "sweep"}
+    flows = [dict(f) for f in out.get("flow", [])]
+    hits = [f for f in flows if f.get("name") == flow]
+    if not hits:
+        names = ", ".join(str(f.get("name")) for f in flows)
+        raise ValueError(f"no [[flow]] is named {flow!r} (flows: {names})")
+    for f in hits:
+        f["algorithm"] = algorithm
+    out["flow"] = flows
+    return out
+
+
+def compare(
+    scenario: str | Path,
+    flow: str,
+    algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
+    seed: int | None = None,
+) -> Comparison:
+    """Run `scenario` once per algorithm in `algorithms` for the flow named `flow`."""
+    path = Path(scenario)
+    doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    results: dict[str, Result] = {}
+    for alg in algorithms:
+        text = tomli_w.dumps(_with_algorithm(doc, flow, alg))
+        sc = parse(text, str(path))
+        results[alg] = run(sc, seed=seed)
+    return Comparison(flow, results)
+
+
+def plot_comparison(c: Comparison, png: Path) -> None:
+    """Goodput per algorithm: the studied flow's bar stacked by subflow, beside each other
+    flow; the dashed line marks an equal share of the flows' total."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    algs = list(c.results)
+    first = c.results[algs[0]]
+    others = [n for n in first.flows["name"] if n != c.flow]
+    width = 0.8 / (1 + len(others))
+    colours = [plt.get_cmap("tab10")(k) for k in range(10)]
+    for i, alg in enumerate(algs):
+        res = c.results[alg]
+        index = int(res.flows.index[res.flows["name"] == c.flow][0])
+        subs = res.subflows[res.subflows["flow"] == index]
+        bottom = 0.0
+        for k, (sub, tput) in enumerate(zip(subs["subflow"], subs["throughput_bps"], strict=True)):
+            ax.bar(
+                i,
+                tput / 1e6,
+                width,
+                bottom=bottom,
+                color=colours[k % 10],
+                alpha=0.85,
+                label=f"{c.flow} subflow {sub}" if i == 0 else None,
+            )
+            bottom += tput / 1e6
+        for j, name in enumerate(others):
+            g = float(res.flows.loc[res.flows["name"] == name, "goodput_bps"].iloc[0])
+            ax.bar(
+                i + (j + 1) * width,
+                g / 1e6,
+                width,
+                color="0.55",
+                hatch="//" if j % 2 else None,
+                label=name if i == 0 else None,
+            )
+        fair = float(res.flows["goodput_bps"].sum()) / len(res.flows) / 1e6
+        ax.hlines(fair, i - width / 2, i + len(others) * width + width / 2, colors="k", ls="--")
+    ax.set_xticks([i + len(others) * width / 2 for i in range(len(algs))], algs)
+    ax.set_ylabel("throughput (Mbit/s)")
+    ax.set_title(f"{c.flow} vs the other flows (dashed: equal share)")
+    ax.legend(fontsize=8)
+    for alg in algs:
+        res = c.results[alg]
+        index = int(res.flows.index[res.flows["name"] == c.flow][0])
+        s = res.flow_series[res.flow_series["flow"] == index]
+        bx.plot(s["time_s"], s["cwnd_bytes"] / 1000.0, lw=0.8, label=alg)
+    bx.set_xlabel("time (s)")
+    bx.set_ylabel(f"{c.flow} total cwnd (kB)")
+    bx.set_title("window of the multipath flow")
+    bx.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+
+
+def _print(c: Comparison, console: Console) -> None:
+    df = c.table()
+    t = Table(title=f"{c.flow}: goodput by algorithm")
+    t.add_column("algorithm")
+    t.add_column(f"{c.flow} Mbps", justify="right")
+    t.add_column("others Mbps (mean)", justify="right")
+    t.add_column("ratio", justify="right")
+    subs = [col for col in df.columns if col.startswith("subflow")]
+    for col in subs:
+        t.add_column(col.removesuffix("_throughput_bps") + " Mbps", justify="right")
+    for _, row in df.iterrows():
+        t.add_row(
+            str(row["algorithm"]),
+            f"{row['flow_goodput_bps'] / 1e6:.2f}",
+            f"{row['others_mean_goodput_bps'] / 1e6:.2f}",
+            f"{row['share_ratio']:.2f}",
+            *(f"{row[col] / 1e6:.2f}" for col in subs),
+        )
+    console.print(t)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``pathweave compare``: exit 0 on success, 2 on bad input, 1 on a failure."""
+    ap = argparse.ArgumentParser(prog="pathweave compare", description=__doc__.split("\n")[0])
+    ap.add_argument("scenario", type=Path)
+    ap.add_argument("--flow", required=True, help="the flow whose algorithm varies")
+    ap.add_argument(
+        "--algorithms",
+        default=",".join(DEFAULT_ALGORITHMS),
+        help="comma-separated algorithm names (default: %(default)s)",
+    )
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", type=Path, default=None, help="write compare.csv and compare.png")
+    args = ap.parse_args(argv)
+    console = Console()
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    try:
+        c = compare(args.scenario, args.flow, algorithms, args.seed)
+    except (ScenarioError, ValueError, OSError, tomllib.TOMLDecodeError) as e:
+        print(f"pathweave compare: {e}", file=sys.stderr)
+        return 2
+    except PathweaveError as e:
+        print(f"pathweave compare: {e}", file=sys.stderr)
+        return 1
+    _print(c, console)
+    if args.out is not None:
+        out: Path = args.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            c.table().to_csv(tmp / "compare.csv", index=False)
+            plot_comparison(c, tmp / "compare.png")
+            if out.exists():
+                shutil.rmtree(out)
+            os.replace(tmp, out)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        console.print(f"wrote {out / 'compare.csv'} and {out / 'compare.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,548 @@
+"""Sweeps: expanding [sweep] tables into validated points, running them serially, on a process
+pool and on Dask with identical results, caching by content, and resuming after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import pathweave
+from conftest import SMALL, SWEEP, run_cli, write_scenario
+from pathweave import sweep as sweep_mod
+from pathweave.sweep import Sweep, SweepError, load_plan, plan, run_sweep, set_path, task_key
+
+# --- expanding ------------------------------------------------------------------------------
+
+
+def test_grid_is_the_cartesian_product_in_order(sweep_scenario: Path) -> None:
+    p = load_plan(sweep_scenario)
+    assert p.seeds == (1, 2, 3)
+    assert p.param_names == ["link[0].rate", "flow[0].count"]
+    assert [pt.params for pt in p.points] == [
+        {"link[0].rate": "5Mbps", "flow[0].count": 1},
+        {"link[0].rate": "5Mbps", "flow[0].count": 2},
+        {"link[0].rate": "10Mbps", "flow[0].count": 1},
+        {"link[0].rate": "10Mbps", "flow[0].count": 2},
+    ]
+    assert [pt.index for pt in p.points] == [0, 1, 2, 3]
+    assert [len(pt.scenario.flow_names) for pt in p.points] == [1, 2, 1, 2]
+    # Every point is a complete scenario without the [sweep] table, named as the file was.
+    for pt in p.points:
+        assert "[sweep" not in pt.text
+        assert pathweave.parse(pt.text, "x.toml").name == "small"
+    tasks = p.tasks
+    assert len(tasks) == 12
+    assert [(t.point.index, t.seed) for t in tasks[:4]] == [(0, 1), (0, 2), (0, 3), (1, 1)]
+    assert len({t.key for t in tasks}) == 12
+
+
+def test_unnamed_scenario_takes_the_file_name(tmp_path: Path) -> None:
+    text = SWEEP.replace('name = "small"\n', "", 1)
+    a = load_plan(write_scenario(tmp_path, text, "alpha.toml"))
+    assert a.points[0].scenario.name == "alpha"
+    assert 'name = "alpha"' in a.points[0].text
+
+
+def test_comments_and_layout_do_not_change_keys(tmp_path: Path) -> None:
+    plain = load_plan(write_scenario(tmp_path, SWEEP, "a.toml"))
+    noisy = SWEEP.replace('duration = "5s"', 'duration   =   "5s"   # five seconds')
+    commented = load_plan(write_scenario(tmp_path, "# a comment\n" + noisy, "a2.toml"))
+    assert [t.key for t in plain.tasks] == [t.key for t in commented.tasks]
+
+
+def test_keys_depend_on_text_seed_and_version() -> None:
+    base = task_key("text", 1, "0.1.0")
+    assert base == task_key("text", 1, "0.1.0")
+    assert len({base, task_key("text2", 1, "0.1.0"), task_key("text", 2, "0.1.0")}) == 3
+    assert task_key("text", 1, "0.2.0") != base
+
+
+@pytest.mark.parametrize(
+    ("seeds", "expected"),
+    [(None, (1,)), (1, (1,)), (4, (1, 2, 3, 4)), ([9, 3], (9, 3))],
+)
+def test_seed_forms(seeds: Any, expected: tuple[int, ...]) -> None:
+    assert Sweep(seeds=seeds).seed_list() == expected
+
+
+@pytest.mark.parametrize("seeds", [0, -2, [], [1, 1], [1.5], "3", True, [-1]])
+def test_bad_seeds_are_refused(seeds: Any) -> None:
+    with pytest.raises(SweepError, match=r"sweep\.seeds"):
+        Sweep(seeds=seeds).seed_list("f.toml")
+
+
+def test_set_path_edits_tables_and_arrays() -> None:
+    doc: dict[str, Any] = {"link": [{"name": "a", "queue": {"type": "red"}}], "flow": [{}]}
+    set_path(doc, "link[0].queue.max_p", 0.2)
+    set_path(doc, "tcp.recovery", "sack")  # a missing table is created
+    set_path(doc, "duration", "9s")
+    set_path(doc, "flow[0].path", ["a"])
+    set_path(doc, "flow[0].path[0]", "b")
+    assert doc == {
+        "link": [{"name": "a", "queue": {"type": "red", "max_p": 0.2}}],
+        "flow": [{"path": ["b"]}],
+        "tcp": {"recovery": "sack"},
+        "duration": "9s",
+    }
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("link[5].rate", r"link\[5\] does not exist: link has 1 entry"),
+        ("route[0].x", "no 'route' array"),
+        ("duration.x", "duration is not a table"),
+        ("link[0].name[0]", "link\\[0\\].name is not an array"),
+        ("link..rate", "not a path into the scenario"),
+        ("", "not a path into the scenario"),
+    ],
+)
+def test_set_path_errors_name_the_key(key: str, message: str) -> None:
+    doc: dict[str, Any] = {"duration": "1s", "link": [{"name": "l"}]}
+    with pytest.raises(SweepError, match=message) as info:
+        set_path(doc, key, 1, f"f.toml: sweep.grid.{key}")
+    assert str(info.value).startswith(f"f.toml: sweep.grid.{key}")
+
+
+@pytest.mark.parametrize(
+    ("grid", "expected"),
+    [
+        (
+            '"link[0].queue.max_p" = [0.1, 2.0]',
+            [
+                'sweep.grid."link[0].queue.max_p" = 2.0',
+                "point 1",
+                "between 0 and 1",
+            ],
+        ),
+        (
+            '"link[0].colour" = ["red"]',
+            ['sweep.grid."link[0].colour" = "red"', "unknown field"],
+        ),
+        ('"flow[0].count" = [2, 0]', ['sweep.grid."flow[0].count" = 0', "point 1"]),
+        ('"link[9].rate" = ["1Mbps"]', ['sweep.grid."link[9].rate"', "does not exist"]),
+        ('"duration" = "10s"', ["sweep.grid.duration", "non-empty list"]),
+        ('"duration" = []', ["sweep.grid.duration", "non-empty list"]),
+        ('"duration" = [-1]', ["sweep.grid.duration = -1", "duration"]),
+    ],
+)
+def test_invalid_points_are_reported_against_their_sweep_key(
+    tmp_path: Path, grid: str, expected: list[str]
+) -> None:
+    text = SMALL + f"\n[sweep.grid]\n{grid}\n"
+    path = write_scenario(tmp_path, text, "bad.toml")
+    with pytest.raises(SweepError) as info:
+        load_plan(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: "), message
+    for piece in expected:
+        assert piece in message, f"{piece!r} not in {message!r}"
+    assert isinstance(info.value, pathweave.PathweaveError)
+
+
+def test_bad_sweep_tables(tmp_path: Path) -> None:
+    for text, message in [
+        (SMALL + "[sweep]\nrepeat = 2\n", "sweep.repeat: unknown field"),
+        ("sweep = 3\n" + SMALL, "sweep = 3: must be a table"),
+        (SMALL + "[sweep]\ngrid = 3\n", "sweep.grid must be a table"),
+        (SMALL + "[sweep]\nseeds = 0\n", "sweep.seeds = 0"),
+    ]:
+        with pytest.raises(SweepError, match=message):
+            load_plan(write_scenario(tmp_path, text, "t.toml"))
+
+
+def test_an_invalid_base_file_is_a_scenario_error(tmp_path: Path) -> None:
+    bad = write_scenario(tmp_path, SWEEP.replace('"10ms"', '"-10ms"', 1), "bad.toml")
+    with pytest.raises(pathweave.ScenarioError) as info:
+        load_plan(bad)
+    assert info.value.field == "link[0].delay"
+    syntax = write_scenario(tmp_path, SWEEP + "\nbroken = \n", "syntax.toml")
+    with pytest.raises(pathweave.ScenarioError, match="not valid TOML"):
+        load_plan(syntax)
+
+
+def test_set_applies_to_every_point_and_several_files_add_a_scenario_param(
+    tmp_path: Path,
+) -> None:
+    a = write_scenario(tmp_path, SMALL, "a.toml")
+    b = write_scenario(tmp_path, SMALL.replace('name = "small"', 'name = "other"'), "b.toml")
+    p = plan([a, b], Sweep(grid={"flow[0].count": [1, 2]}, set={"duration": "2s"}, seeds=2))
+    assert [pt.params for pt in p.points] == [
+        {"scenario": "a", "flow[0].count": 1},
+        {"scenario": "a", "flow[0].count": 2},
+        {"scenario": "b", "flow[0].count": 1},
+        {"scenario": "b", "flow[0].count": 2},
+    ]
+    assert {pt.scenario.duration_s for pt in p.points} == {2.0}
+    assert [pt.scenario.name for pt in p.points] == ["small", "small", "other", "other"]
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def _flows(result: sweep_mod.SweepResult) -> pd.DataFrame:
+    return result.frame("flows").drop(columns=["key"])
+
+
+@pytest.fixture(scope="module")
+def dask_client() -> Any:
+    distributed = pytest.importorskip("dask.distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def test_serial_pool_and_dask_give_identical_results(
+    sweep_scenario: Path, tmp_path: Path, dask_client: Any
+) -> None:
+    p = load_plan(sweep_scenario)
+    serial = run_sweep(p, tmp_path / "serial", jobs=1)
+    pool = run_sweep(p, tmp_path / "pool", jobs=2)
+    dask = run_sweep(p, tmp_path / "dask", dask=dask_client)
+    for result in (serial, pool, dask):
+        assert result.complete
+        assert (result.ran, result.cached) == (12, 0)
+        assert [(r.point.index, r.seed) for r in result.runs] == [
+            (t.point.index, t.seed) for t in p.tasks
+        ]
+    reference = _flows(serial)
+    assert len(reference) == 3 * (1 + 2 + 1 + 2)
+    pd.testing.assert_frame_equal(_flows(pool), reference)
+    pd.testing.assert_frame_equal(_flows(dask), reference)
+    # The seeds really differ, and so do the points.
+    goodput = reference.groupby(["point", "seed"])["goodput_bps"].sum()
+    assert goodput.nunique() == 12
+    # Every cache holds the same files, byte for byte.
+    for name in ("flows.parquet", "link_series.parquet"):
+        for run in serial.runs:
+            data = (run.path / name).read_bytes()
+            assert data == (tmp_path / "pool" / run.key / name).read_bytes()
+            assert data == (tmp_path / "dask" / run.key / name).read_bytes()
+
+
+def test_rerun_uses_the_cache_and_force_redoes_it(sweep_scenario: Path, tmp_path: Path) -> None:
+    p = load_plan(sweep_scenario)
+    cache = tmp_path / "cache"
+    first = run_sweep(p, cache, jobs=1)
+    mtimes = {r.key: (r.path / "run.json").stat().st_mtime_ns for r in first.runs}
+    second = run_sweep(p, cache, jobs=1)
+    assert (second.ran, second.cached) == (0, 12)
+    assert all(r.cached for r in second.runs)
+    assert {r.key: (r.path / "run.json").stat().st_mtime_ns for r in second.runs} == mtimes
+    pd.testing.assert_frame_equal(second.frame("flows"), first.frame("flows"))
+    forced = run_sweep(p, cache, jobs=1, force=True)
+    assert (forced.ran, forced.cached) == (12, 0)
+    assert all((r.path / "run.json").stat().st_mtime_ns != mtimes[r.key] for r in forced.runs)
+    assert sorted(x.name for x in cache.iterdir()) == sorted(mtimes)  # nothing else left
+
+
+def test_changing_one_point_invalidates_only_that_point(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    before = load_plan(write_scenario(tmp_path, SWEEP, "sweep.toml"))
+    run_sweep(before, cache, jobs=1)
+    entries = {p.name: (p / "run.json").stat().st_mtime_ns for p in cache.iterdir()}
+    # Change the second rate value: points 2 and 3 (rate 10 Mbps) become 20 Mbps.
+    changed = SWEEP.replace('["5Mbps", "10Mbps"]', '["5Mbps", "20Mbps"]')
+    after = load_plan(write_scenario(tmp_path, changed, "sweep.toml"))
+    old_keys = {t.point.index: t.key for t in before.tasks if t.seed == 1}
+    new_keys = {t.point.index: t.key for t in after.tasks if t.seed == 1}
+    assert [old_keys[i] == new_keys[i] for i in range(4)] == [True, True, False, False]
+    result = run_sweep(after, cache, jobs=1)
+    assert (result.ran, result.cached) == (6, 6)
+    assert [r.cached for r in result.runs] == [True] * 6 + [False] * 6
+    # The unchanged points' entries were not touched; the changed ones are new entries.
+    for run in result.runs[:6]:
+        assert (run.path / "run.json").stat().st_mtime_ns == entries[run.key]
+    new = {p.name for p in cache.iterdir()} - set(entries)
+    assert new == {r.key for r in result.runs[6:]}
+    # A change of one seed list entry invalidates that seed alone.
+    reseeded = changed.replace("seeds = 3", "seeds = [1, 2, 4]")
+    third = run_sweep(load_plan(write_scenario(tmp_path, reseeded, "sweep.toml")), cache, jobs=1)
+    assert (third.ran, third.cached) == (4, 8)
+    assert [r.seed for r in third.runs if not r.cached] == [4, 4, 4, 4]
+
+
+def test_cache_entries_record_what_was_run(sweep_scenario: Path, tmp_path: Path) -> None:
+    p = load_plan(sweep_scenario)
+    result = run_sweep(p, tmp_path / "cache", jobs=1)
+    run = result.runs[5]
+    manifest = run.manifest
+    assert manifest["key"] == run.key
+    assert (manifest["point"], manifest["seed"]) == (1, 3)
+    assert manifest["params"] == {"link[0].rate": "5Mbps", "flow[0].count": 2}
+    assert manifest["scenario_text"] == run.point.text
+    assert manifest["pathweave_version"] == pathweave.__version__
+    assert task_key(manifest["scenario_text"], 3, pathweave.__version__) == run.key
+    assert sorted(x.name for x in run.path.iterdir()) == sorted(
+        [f"{t}.parquet" for t in pathweave.api.TABLES] + ["run.json"]
+    )
+    # The same run through pathweave.run gives the same table.
+    direct = pathweave.run(pathweave.parse(run.point.text, "x.toml"), seed=3)
+    pd.testing.assert_frame_equal(run.flows, direct.flows, check_dtype=False)
+
+
+def test_a_failing_run_is_reported_and_the_others_finish(
+    sweep_scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sweep_mod._simulate
+
+    def flaky(text: str, label: str, seed: int) -> Any:
+        return "PathweaveError: boom" if seed == 2 and "5Mbps" in text else real(text, label, seed)
+
+    monkeypatch.setattr(sweep_mod, "_simulate", flaky)
+    p = load_plan(sweep_scenario)
+    result = run_sweep(p, tmp_path / "cache", jobs=1)
+    assert not result.complete
+    assert [(f.task.point.index, f.task.seed) for f in result.failures] == [(0, 2), (1, 2)]
+    assert [f.message for f in result.failures] == ["PathweaveError: boom"] * 2
+    assert (len(result.runs), result.ran) == (10, 10)
+    monkeypatch.setattr(sweep_mod, "_simulate", real)
+    again = run_sweep(p, tmp_path / "cache", jobs=1)  # the failed runs are retried
+    assert (again.complete, again.ran, again.cached) == (True, 2, 10)
+
+
+def test_stale_partial_entries_are_cleaned_and_ignored(
+    sweep_scenario: Path, tmp_path: Path
+) -> None:
+    p = load_plan(sweep_scenario)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    key = p.tasks[0].key
+    old = cache / f".{key}.partial-deadbeef0000"
+    old.mkdir()
+    (old / "flows.parquet").write_text("half written")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    young = cache / f".{key}.partial-cafe00000000"
+    young.mkdir()
+    broken = cache / p.tasks[1].key  # an entry without run.json is not an entry
+    broken.mkdir()
+    result = run_sweep(p, cache, jobs=1)
+    assert (result.ran, result.cached) == (12, 0)
+    assert not old.exists()
+    assert young.exists()  # perhaps another sweep's write in progress
+    assert (broken / "run.json").is_file()
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def test_sweep_command_writes_tables_and_a_summary(sweep_scenario: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("sweep", sweep_scenario, "--out", out, "--jobs", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # no progress bar on a pipe
+    assert sorted(p.name for p in out.iterdir()) == [
+        "cache",
+        "fairness.parquet",
+        "flows.parquet",
+        "links.parquet",
+        "metrics.parquet",
+        "subflows.parquet",
+        "summary.csv",
+        "summary.parquet",
+        "sweep.json",
+    ]
+    for piece in ("mean ± 95 % CI", "link[0].rate", "goodput", "12 runs simulated"):
+        assert piece in proc.stdout, piece
+    flows = pd.read_parquet(out / "flows.parquet")
+    assert list(flows.columns[:5]) == ["point", "seed", "key", "link[0].rate", "flow[0].count"]
+    assert len(flows) == 18
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) == 4  # one group per point
+    assert list(summary.columns[:5]) == ["point", "link[0].rate", "flow[0].count", "group", "n"]
+    assert set(summary["n"]) == {3}
+    assert (summary["total_goodput_bps_ci"] > 0).all()
+    # The summary's mean is the mean of the runs' group totals.
+    metrics = pd.read_parquet(out / "metrics.parquet")
+    point0 = metrics[metrics["point"] == 0]["total_goodput_bps"].mean()
+    assert summary.loc[0, "total_goodput_bps_mean"] == pytest.approx(point0)
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert (manifest["ran"], manifest["cached"], manifest["runs"]) == (12, 0, 12)
+    assert manifest["seeds"] == [1, 2, 3]
+    assert manifest["sweep"]["grid"] == {
+        "link[0].rate": ["5Mbps", "10Mbps"],
+        "flow[0].count": [1, 2],
+    }
+    assert [len(p["keys"]) for p in manifest["points"]] == [3, 3, 3, 3]
+    again = run_cli("sweep", sweep_scenario, "--out", out, "--quiet", cwd=tmp_path)
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    assert json.loads((out / "sweep.json").read_text())["cached"] == 12
+
+
+def test_sweep_command_default_out_and_separate_cache(sweep_scenario: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "shared-cache"
+    proc = run_cli(
+        "sweep", sweep_scenario, "--cache", cache, "--jobs", "1", "--quiet", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "results" / "sweeps" / "small"
+    assert (out / "sweep.json").is_file()
+    assert not (out / "cache").exists()
+    assert len(list(cache.iterdir())) == 12
+
+
+def test_sweep_command_rejects_bad_input(tmp_path: Path) -> None:
+    bad = write_scenario(tmp_path, SMALL + '\n[sweep.grid]\n"link[0].rate" = ["-1Mbps"]\n')
+    proc = run_cli("sweep", bad, "--out", tmp_path / "out", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert 'sweep.grid."link[0].rate" = "-1Mbps"' in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
+    check = run_cli("validate", bad)
+    assert (check.returncode, check.stderr) == (2, proc.stderr)
+    good = write_scenario(tmp_path, SWEEP, "good.toml")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep")
+    refused = run_cli("sweep", good, "--out", notes)
+    assert refused.returncode == 2
+    assert "no sweep.json" in refused.stderr
+    assert sorted(p.name for p in notes.iterdir()) == ["todo.txt"]
+    usage = run_cli("sweep", good, "--jobs", "0")
+    assert usage.returncode == 2
+    assert "--jobs" in usage.stderr
+    both = run_cli("sweep", good, "--jobs", "2", "--dask", "tcp://127.0.0.1:1")
+    assert both.returncode == 2
+    assert "not allowed with" in both.stderr
+
+
+def test_validate_checks_every_point(sweep_scenario: Path) -> None:
+    proc = run_cli("validate", sweep_scenario)
+    assert proc.returncode == 0, proc.stderr
+    assert "sweep of 4 points x 3 seeds" in proc.stdout
+
+
+def test_sweep_command_on_a_dask_scheduler(sweep_scenario: Path, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp://",
+        host="127.0.0.1",
+        dashboard_address=":0",
+    ) as cluster:
+        proc = run_cli(
+            "sweep", sweep_scenario, "--out", tmp_path / "dask", "--dask", cluster.scheduler_address
+        )
+        assert proc.returncode == 0, proc.stderr
+    local = run_cli("sweep", sweep_scenario, "--out", tmp_path / "local", "--jobs", "1")
+    assert local.returncode == 0, local.stderr
+    a = pd.read_parquet(tmp_path / "dask" / "flows.parquet")
+    b = pd.read_parquet(tmp_path / "local" / "flows.parquet")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_unreachable_dask_scheduler_is_a_clear_error(sweep_scenario: Path, tmp_path: Path) -> None:
+    proc = run_cli(
+        "sweep",
+        sweep_scenario,
+        "--out",
+        tmp_path / "o",
+        "--dask",
+        "tcp://127.0.0.1:9",
+        env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"},
+    )
+    assert proc.returncode == 1
+    assert "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# --- interruption ---------------------------------------------------------------------------
+
+# Ten runs of a few tenths of a second each: long enough to interrupt in the middle.
+LONG = SMALL.replace('"10Mbps"', '"100Mbps"').replace('"5s"', '"40s"') + textwrap.dedent(
+    """
+    [sweep]
+    seeds = 10
+    """
+).replace('sample_interval = "50ms"', 'sample_interval = "1s"')
+
+
+@pytest.mark.parametrize(
+    ("sig", "jobs"),
+    [(signal.SIGKILL, "1"), (signal.SIGKILL, "2"), (signal.SIGINT, "2")],
+    ids=["sigkill-serial", "sigkill-pool", "sigint-pool"],
+)
+def test_an_interrupted_sweep_resumes_without_losing_or_repeating_runs(
+    tmp_path: Path, sig: signal.Signals, jobs: str
+) -> None:
+    scenario = write_scenario(tmp_path, LONG, "long.toml")
+    out = tmp_path / "out"
+    cache = out / "cache"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pathweave",
+            "sweep",
+            str(scenario),
+            "--out",
+            str(out),
+            "--jobs",
+            jobs,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = [p for p in cache.glob("*") if (p / "run.json").is_file()] if cache.exists() else []
+        if len(done) >= 3 or proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.fail("the sweep finished before it could be interrupted; make LONG longer")
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, stderr
+        assert "interrupted;" in stderr
+        assert "rerun the same command to resume" in stderr
+        assert "Traceback" not in stderr
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    kept = {
+        p.name: (p / "run.json").stat().st_mtime_ns
+        for p in cache.iterdir()
+        if not p.name.startswith(".")
+    }
+    assert 3 <= len(kept) < 10
+    assert all((cache / k / "run.json").is_file() for k in kept)  # no visible partial entry
+    assert not (out / "sweep.json").exists()
+    rerun = run_cli("sweep", scenario, "--out", out, "--jobs", jobs, "--quiet")
+    assert rerun.returncode == 0, rerun.stderr
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert (manifest["cached"], manifest["ran"]) == (len(kept), 10 - len(kept))
+    entries = sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
+    assert entries == sorted(manifest["points"][0]["keys"])
+    for key, mtime in kept.items():
+        assert (cache / key / "run.json").stat().st_mtime_ns == mtime  # not run again
+    flows = pd.read_parquet(out / "flows.parquet")
+    assert sorted(flows.groupby("seed").size().items()) == [(s, 2) for s in range(1, 11)]
+
+
+def test_every_shipped_scenario_and_sweep_is_valid() -> None:
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    files = sorted(root.rglob("*.toml"))
+    assert len(files) >= 3
+    for path in files:
+        p = load_plan(path)  # a plain scenario is a sweep of one point
+        assert p.points, path
+    example = load_plan(root / "sweeps" / "red-dumbbell.toml")
+    assert (len(example.points), len(example.seeds)) == (12, 3)
