@@ -19,7 +19,16 @@ import pytest
 import pathweave
 from conftest import SMALL, SWEEP, run_cli, write_scenario
 from pathweave import sweep as sweep_mod
-from pathweave.sweep import Sweep, SweepError, load_plan, plan, run_sweep, set_path, task_key
+from pathweave.sweep import (
+    Sweep,
+    SweepError,
+    core_fingerprint,
+    load_plan,
+    plan,
+    run_sweep,
+    set_path,
+    task_key,
+)
 
 # --- expanding ------------------------------------------------------------------------------
 
@@ -286,7 +295,9 @@ def test_cache_entries_record_what_was_run(sweep_scenario: Path, tmp_path: Path)
     assert manifest["params"] == {"link[0].rate": "5Mbps", "flow[0].count": 2}
     assert manifest["scenario_text"] == run.point.text
     assert manifest["pathweave_version"] == pathweave.__version__
-    assert task_key(manifest["scenario_text"], 3, pathweave.__version__) == run.key
+    # The key covers the text, the seed, the version and the compiled core's digest.
+    assert task_key(manifest["scenario_text"], 3, core_fingerprint()) == run.key
+    assert core_fingerprint().startswith(f"{pathweave.__version__}+")
     assert sorted(x.name for x in run.path.iterdir()) == sorted(
         [f"{t}.parquet" for t in pathweave.api.TABLES] + ["run.json"]
     )

@@ -213,7 +213,7 @@ class Plan:
     @property
     def tasks(self) -> list[Task]:
         """Every run, point-major then seed."""
-        version = _core.__version__
+        version = core_fingerprint()
         return [
             Task(p, seed, task_key(p.text, seed, version))
             for p in self.points
@@ -224,6 +224,15 @@ class Plan:
     def param_names(self) -> list[str]:
         """The names in each point's ``params``, in order."""
         return list(self.points[0].params) if self.points else []
+
+
+@functools.lru_cache(maxsize=1)
+def core_fingerprint() -> str:
+    """The version and a digest of the compiled simulator, so that rebuilding the core after a
+    change to the simulator or an algorithm invalidates cached runs even without a version
+    bump."""
+    digest = hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:16]
+    return f"{_core.__version__}+{digest}"
 
 
 def task_key(text: str, seed: int, version: str) -> str:
