@@ -12,10 +12,16 @@
 //! (with `in_recovery` set) so controllers that count acknowledged bytes can, but a
 //! controller must not grow its window from them (RFC 5681 §3.2, RFC 6582).
 
+pub mod aimd;
 pub mod multipath;
 pub mod reno;
+pub mod veno;
+pub mod westwood;
 
+pub use aimd::{Aimd, AimdConfig, AimdShape};
 pub use reno::{NewReno, RenoConfig};
+pub use veno::{Veno, VenoConfig};
+pub use westwood::{BandwidthEstimator, WestwoodConfig, WestwoodPlus};
 
 use crate::units::{Bytes, Duration, Instant};
 
@@ -107,12 +113,21 @@ pub struct Metrics {
     /// Slow-start threshold, `None` while it is still infinite.
     pub ssthresh: Option<Bytes>,
     /// A coupling factor where the algorithm has one: LIA's α (RFC 6356 §3, the same for every
-    /// path of a connection), Balia's α_r = max_k x_k / x_r, the MPTCP-in-bytes α.
+    /// path of a connection), Balia's α_r = max_k x_k / x_r, the MPTCP-in-bytes α, MPTCPW's δ_r,
+    /// wMPTCPW's θ.
     pub alpha: Option<f64>,
     /// OLIA's ε_r, the opportunistic share of the increase (sums to zero over the paths).
     pub epsilon: Option<f64>,
-    /// A per-path weight: wVegas's rate share, EWTCP's increase weight a, RP-MP's rate share.
+    /// A per-path weight: wVegas's rate share, EWTCP's increase weight a, RP-MP's rate share,
+    /// MPVeno's rate share θ_r.
     pub weight: Option<f64>,
+    /// A per-path score: BMC's T_wr = (R/D)·T_J, the subflow's throughput over the last
+    /// proportion-manager period with its weight D and RTT R deducted (BMC §3.2, eq. 3.7).
+    pub score: Option<f64>,
+    /// Veno's backlog estimate N = w·(RTT − baseRTT)/RTT in packets (Veno, MPVeno's N_r).
+    pub backlog: Option<f64>,
+    /// Westwood+'s bandwidth estimate BWE in bits per second (Westwood+, MPTCPW, wMPTCPW).
+    pub bandwidth_bps: Option<f64>,
 }
 
 impl Metrics {
@@ -151,42 +166,69 @@ pub trait Controller {
 pub enum AnyController {
     /// TCP NewReno (RFC 5681 growth, RFC 6582 recovery is the transport's).
     NewReno(NewReno),
+    /// Weighted AIMD(a, b); AIMD(D², ½) for a weight D (BMC §3.1).
+    Aimd(Aimd),
+    /// TCP Veno (Fu & Liew 2003; Linux `tcp_veno.c`).
+    Veno(Veno),
+    /// TCP Westwood+ (Grieco & Mascolo 2004; Linux `tcp_westwood.c`).
+    WestwoodPlus(WestwoodPlus),
 }
 
 impl Controller for AnyController {
     fn on_ack(&mut self, ack: &Ack, path: &PathView) {
         match self {
             AnyController::NewReno(c) => c.on_ack(ack, path),
+            AnyController::Aimd(c) => c.on_ack(ack, path),
+            AnyController::Veno(c) => c.on_ack(ack, path),
+            AnyController::WestwoodPlus(c) => c.on_ack(ack, path),
         }
     }
     fn on_congestion_event(&mut self, ev: &CongestionEvent, path: &PathView) {
         match self {
             AnyController::NewReno(c) => c.on_congestion_event(ev, path),
+            AnyController::Aimd(c) => c.on_congestion_event(ev, path),
+            AnyController::Veno(c) => c.on_congestion_event(ev, path),
+            AnyController::WestwoodPlus(c) => c.on_congestion_event(ev, path),
         }
     }
     fn on_recovery_end(&mut self, now: Instant, path: &PathView) {
         match self {
             AnyController::NewReno(c) => c.on_recovery_end(now, path),
+            AnyController::Aimd(c) => c.on_recovery_end(now, path),
+            AnyController::Veno(c) => c.on_recovery_end(now, path),
+            AnyController::WestwoodPlus(c) => c.on_recovery_end(now, path),
         }
     }
     fn on_rto(&mut self, rto: &Rto, path: &PathView) {
         match self {
             AnyController::NewReno(c) => c.on_rto(rto, path),
+            AnyController::Aimd(c) => c.on_rto(rto, path),
+            AnyController::Veno(c) => c.on_rto(rto, path),
+            AnyController::WestwoodPlus(c) => c.on_rto(rto, path),
         }
     }
     fn window(&self) -> Bytes {
         match self {
             AnyController::NewReno(c) => c.window(),
+            AnyController::Aimd(c) => c.window(),
+            AnyController::Veno(c) => c.window(),
+            AnyController::WestwoodPlus(c) => c.window(),
         }
     }
     fn ssthresh(&self) -> Option<Bytes> {
         match self {
             AnyController::NewReno(c) => c.ssthresh(),
+            AnyController::Aimd(c) => c.ssthresh(),
+            AnyController::Veno(c) => c.ssthresh(),
+            AnyController::WestwoodPlus(c) => c.ssthresh(),
         }
     }
     fn metrics(&self) -> Metrics {
         match self {
             AnyController::NewReno(c) => c.metrics(),
+            AnyController::Aimd(c) => c.metrics(),
+            AnyController::Veno(c) => c.metrics(),
+            AnyController::WestwoodPlus(c) => c.metrics(),
         }
     }
 }

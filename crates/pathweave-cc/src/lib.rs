@@ -7,9 +7,10 @@
 //! * [`units`] — newtypes for time, sizes and rates.
 //! * [`rtt`] — the RFC 6298 round-trip-time estimator every transport shares.
 //! * [`cc`] — the [`Controller`] and [`MultipathController`] traits and the algorithms:
-//!   NewReno, and the multipath family in [`cc::multipath`] (LIA, OLIA, Balia, fully coupled,
-//!   EWTCP, RP-MP v2, MPTCP in bytes, wVegas, uncoupled), built by name through
-//!   [`MultipathConfig`] into an [`AnyMultipathController`].
+//!   NewReno, weighted AIMD, Veno, Westwood+, and the multipath family in [`cc::multipath`]
+//!   (LIA, OLIA, Balia, fully coupled, EWTCP, RP-MP v2, MPTCP in bytes, wVegas, BMC, MPVeno,
+//!   MPTCPW, wMPTCPW, uncoupled), built by name through [`MultipathConfig`] into an
+//!   [`AnyMultipathController`].
 
 pub mod cc;
 pub mod rtt;

@@ -15,9 +15,12 @@
 
 pub mod any;
 pub mod balia;
+pub mod bmc;
 pub mod config;
 pub mod coupled;
 pub mod lia;
+pub mod mptcpw;
+pub mod mpveno;
 pub mod olia;
 #[cfg(test)]
 mod properties;
@@ -29,9 +32,12 @@ pub mod wvegas;
 
 pub use any::{AnyMultipathController, MultipathConfig};
 pub use balia::{Balia, BaliaConfig};
+pub use bmc::{Bmc, BmcConfig, InitialWeights, PerPath, Period, WeightMove};
 pub use config::{Algorithm, Arithmetic, ConfigError, Counting, WindowConfig};
 pub use coupled::{Ewtcp, EwtcpConfig, FullyCoupled, FullyCoupledConfig};
 pub use lia::{Lia, LiaConfig};
+pub use mptcpw::{Mptcpw, MptcpwConfig, MptcpwVariant};
+pub use mpveno::{MpVeno, MpVenoConfig};
 pub use olia::{Olia, OliaConfig};
 pub use rpmp::{MptcpBytes, MptcpBytesConfig, RpMpConfig, RpMpDecrease, RpMpV2, SlowStart};
 pub use wvegas::{WVegas, WVegasConfig};

@@ -17,6 +17,11 @@ use crate::cc::multipath::{
 use crate::cc::{Ack, AnyController, CongestionEvent, Metrics, NewReno, PathId, RenoConfig, Rto};
 use crate::units::{Bytes, Instant};
 
+use crate::cc::aimd::{Aimd, AimdConfig};
+use crate::cc::multipath::bmc::{Bmc, BmcConfig};
+use crate::cc::multipath::mptcpw::{Mptcpw, MptcpwConfig};
+use crate::cc::multipath::mpveno::{MpVeno, MpVenoConfig};
+
 /// Every built-in multipath controller.
 #[derive(Clone, Debug)]
 pub enum AnyMultipathController {
@@ -38,6 +43,14 @@ pub enum AnyMultipathController {
     MptcpBytes(MptcpBytes),
     /// wVegas.
     WVegas(WVegas),
+    /// Weighted AIMD on every path, independently.
+    Aimd(Uncoupled<Aimd>),
+    /// BMC.
+    Bmc(Bmc),
+    /// MPVeno.
+    MpVeno(MpVeno),
+    /// MPTCPW or wMPTCPW (one controller, two increase rules).
+    Mptcpw(Mptcpw),
 }
 
 /// Calls `$call` on whichever controller `$self` holds.
@@ -53,6 +66,10 @@ macro_rules! dispatch {
             AnyMultipathController::RpMpV2($c) => $call,
             AnyMultipathController::MptcpBytes($c) => $call,
             AnyMultipathController::WVegas($c) => $call,
+            AnyMultipathController::Aimd($c) => $call,
+            AnyMultipathController::Bmc($c) => $call,
+            AnyMultipathController::MpVeno($c) => $call,
+            AnyMultipathController::Mptcpw($c) => $call,
         }
     };
 }
@@ -70,6 +87,10 @@ impl AnyMultipathController {
             AnyMultipathController::RpMpV2(_) => Algorithm::RpMpV2,
             AnyMultipathController::MptcpBytes(_) => Algorithm::MptcpBytes,
             AnyMultipathController::WVegas(_) => Algorithm::WVegas,
+            AnyMultipathController::Aimd(_) => Algorithm::Aimd,
+            AnyMultipathController::Bmc(_) => Algorithm::Bmc,
+            AnyMultipathController::MpVeno(_) => Algorithm::MpVeno,
+            AnyMultipathController::Mptcpw(c) => c.config().algorithm(),
         }
     }
 }
@@ -128,6 +149,14 @@ pub enum MultipathConfig {
     MptcpBytes(MptcpBytesConfig),
     /// wVegas.
     WVegas(WVegasConfig),
+    /// Weighted AIMD on every path, each with this configuration.
+    Aimd(AimdConfig),
+    /// BMC.
+    Bmc(BmcConfig),
+    /// MPVeno.
+    MpVeno(MpVenoConfig),
+    /// MPTCPW or wMPTCPW.
+    Mptcpw(MptcpwConfig),
 }
 
 impl MultipathConfig {
@@ -153,6 +182,11 @@ impl MultipathConfig {
                 MultipathConfig::MptcpBytes(MptcpBytesConfig::new().window(window))
             }
             Algorithm::WVegas => MultipathConfig::WVegas(WVegasConfig::new().window(window)),
+            Algorithm::Aimd => MultipathConfig::Aimd(AimdConfig::new(mss, 2).window(window)),
+            Algorithm::Bmc => MultipathConfig::Bmc(BmcConfig::new().window(window)),
+            Algorithm::MpVeno => MultipathConfig::MpVeno(MpVenoConfig::new().window(window)),
+            Algorithm::Mptcpw => MultipathConfig::Mptcpw(MptcpwConfig::new().window(window)),
+            Algorithm::WMptcpw => MultipathConfig::Mptcpw(MptcpwConfig::weighted().window(window)),
         }
     }
 
@@ -168,6 +202,10 @@ impl MultipathConfig {
             MultipathConfig::RpMpV2(_) => Algorithm::RpMpV2,
             MultipathConfig::MptcpBytes(_) => Algorithm::MptcpBytes,
             MultipathConfig::WVegas(_) => Algorithm::WVegas,
+            MultipathConfig::Aimd(_) => Algorithm::Aimd,
+            MultipathConfig::Bmc(_) => Algorithm::Bmc,
+            MultipathConfig::MpVeno(_) => Algorithm::MpVeno,
+            MultipathConfig::Mptcpw(c) => c.algorithm(),
         }
     }
 
@@ -198,6 +236,8 @@ impl MultipathConfig {
             MultipathConfig::Balia(c) => MultipathConfig::Balia(c.counting(k)),
             MultipathConfig::FullyCoupled(c) => MultipathConfig::FullyCoupled(c.counting(k)),
             MultipathConfig::Ewtcp(c) => MultipathConfig::Ewtcp(c.counting(k)),
+            MultipathConfig::MpVeno(c) => MultipathConfig::MpVeno(c.counting(k)),
+            MultipathConfig::Mptcpw(c) => MultipathConfig::Mptcpw(c.counting(k)),
             other => {
                 return Err(ConfigError::UnsupportedCounting {
                     algorithm: other.algorithm().name(),
@@ -231,6 +271,10 @@ impl MultipathConfig {
             MultipathConfig::RpMpV2(c) => c.validate(),
             MultipathConfig::MptcpBytes(c) => c.validate(),
             MultipathConfig::WVegas(c) => c.validate(),
+            MultipathConfig::Aimd(c) => c.validate(),
+            MultipathConfig::Bmc(c) => c.validate(),
+            MultipathConfig::MpVeno(c) => c.validate(),
+            MultipathConfig::Mptcpw(c) => c.validate(),
         }
     }
 
@@ -249,6 +293,10 @@ impl MultipathConfig {
             MultipathConfig::RpMpV2(c) => AnyMultipathController::RpMpV2(c.build()?),
             MultipathConfig::MptcpBytes(c) => AnyMultipathController::MptcpBytes(c.build()?),
             MultipathConfig::WVegas(c) => AnyMultipathController::WVegas(c.build()?),
+            MultipathConfig::Aimd(c) => AnyMultipathController::Aimd(Uncoupled::new(c.build()?)),
+            MultipathConfig::Bmc(c) => AnyMultipathController::Bmc(c.build()?),
+            MultipathConfig::MpVeno(c) => AnyMultipathController::MpVeno(c.build()?),
+            MultipathConfig::Mptcpw(c) => AnyMultipathController::Mptcpw(c.build()?),
         })
     }
 }

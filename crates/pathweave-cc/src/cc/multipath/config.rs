@@ -120,11 +120,23 @@ pub enum Algorithm {
     MptcpBytes,
     /// `"wvegas"`: weighted Vegas (Cao, Xu, Fu, ICNP 2012).
     WVegas,
+    /// `"aimd"`: weighted AIMD(a, b) on every path, independently (AIMD(D², ½) for a
+    /// weight D; the BMC paper's stand-in for subflows, Honda et al. 2009 §5).
+    Aimd,
+    /// `"bmc"`: Bidimensional-Probe Multipath Congestion Control (Honda et al. 2009).
+    Bmc,
+    /// `"mpveno"`: multipath TCP Veno (Le, `shared/seeds/001_65b3543fb8c702d6.txt`,
+    /// Algorithm 2): OLIA's increase, Veno's backlog test per path.
+    MpVeno,
+    /// `"mptcpw"`: multipath TCP Westwood (Le, Hong, Huh, ICOIN 2012).
+    Mptcpw,
+    /// `"wmptcpw"`: weighted multipath TCP Westwood (Nuha et al., EMS 2010).
+    WMptcpw,
 }
 
 impl Algorithm {
     /// Every built-in algorithm, in the order of the documentation table.
-    pub const ALL: [Algorithm; 9] = [
+    pub const ALL: [Algorithm; 14] = [
         Algorithm::Uncoupled,
         Algorithm::Lia,
         Algorithm::Olia,
@@ -134,6 +146,11 @@ impl Algorithm {
         Algorithm::RpMpV2,
         Algorithm::MptcpBytes,
         Algorithm::WVegas,
+        Algorithm::Aimd,
+        Algorithm::Bmc,
+        Algorithm::MpVeno,
+        Algorithm::Mptcpw,
+        Algorithm::WMptcpw,
     ];
 
     /// The scenario-file name.
@@ -148,6 +165,11 @@ impl Algorithm {
             Algorithm::RpMpV2 => "rpmp-v2",
             Algorithm::MptcpBytes => "mptcp-bytes",
             Algorithm::WVegas => "wvegas",
+            Algorithm::Aimd => "aimd",
+            Algorithm::Bmc => "bmc",
+            Algorithm::MpVeno => "mpveno",
+            Algorithm::Mptcpw => "mptcpw",
+            Algorithm::WMptcpw => "wmptcpw",
         }
     }
 
@@ -192,7 +214,8 @@ pub enum ConfigError {
     /// No algorithm has this name.
     #[error(
         "unknown multipath algorithm {0:?} (allowed: uncoupled, lia, olia, balia, \
-         fully-coupled, ewtcp, rpmp-v2, mptcp-bytes, wvegas)"
+         fully-coupled, ewtcp, rpmp-v2, mptcp-bytes, wvegas, aimd, bmc, mpveno, mptcpw, \
+         wmptcpw)"
     )]
     UnknownAlgorithm(String),
     /// No arithmetic mode has this name.
@@ -227,6 +250,33 @@ pub enum ConfigError {
         parameter: &'static str,
         /// The value given.
         value: f64,
+        /// What is allowed, in words.
+        allowed: &'static str,
+    },
+    /// Per-path weights that do not sum to the flowshares P.
+    #[error(
+        "{algorithm}: weights sum to {sum}, but must sum to flowshares P = {flowshares} \
+         (within {tolerance})"
+    )]
+    WeightSum {
+        /// The algorithm's scenario name.
+        algorithm: &'static str,
+        /// The sum of the weights given.
+        sum: f64,
+        /// P.
+        flowshares: f64,
+        /// How far the sum may be from P.
+        tolerance: f64,
+    },
+    /// A per-path list with too few or too many values.
+    #[error("{algorithm}: {parameter} has {len} values (allowed: {allowed})")]
+    ListLength {
+        /// The algorithm's scenario name.
+        algorithm: &'static str,
+        /// The parameter's name.
+        parameter: &'static str,
+        /// The number of values given.
+        len: usize,
         /// What is allowed, in words.
         allowed: &'static str,
     },
@@ -338,7 +388,7 @@ mod tests {
             assert_eq!(a.name().parse::<Algorithm>(), Ok(a));
             assert_eq!(a.to_string(), a.name());
         }
-        assert_eq!(Algorithm::names().split(", ").count(), 9);
+        assert_eq!(Algorithm::names().split(", ").count(), Algorithm::ALL.len());
     }
 
     #[test]
