@@ -84,6 +84,9 @@ SUBFLOW_SERIES_COLUMNS = {
     "alpha": "float64",
     "epsilon": "float64",
     "weight": "float64",
+    "score": "float64",
+    "backlog_packets": "float64",
+    "bandwidth_estimate_bps": "float64",
 }
 LINK_SERIES_COLUMNS = {
     "time_s": "float64",

@@ -202,6 +202,9 @@ fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries) -> PyResult<Table<'py
         alpha,
         epsilon,
         weight,
+        score,
+        backlog_packets,
+        bandwidth_estimate_bps,
     } = t;
     Table::new(py)
         .num("time_s", time_s)?
@@ -213,7 +216,10 @@ fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries) -> PyResult<Table<'py
         .num("rate_bps", rate_bps)?
         .num("alpha", alpha)?
         .num("epsilon", epsilon)?
-        .num("weight", weight)
+        .num("weight", weight)?
+        .num("score", score)?
+        .num("backlog_packets", backlog_packets)?
+        .num("bandwidth_estimate_bps", bandwidth_estimate_bps)
 }
 
 fn link_series<'py>(py: Python<'py>, t: &LinkSeries) -> PyResult<Table<'py>> {

@@ -90,8 +90,14 @@ pub struct SubflowSeries {
     pub alpha: Vec<f64>,
     /// OLIA's ε_r, else NaN.
     pub epsilon: Vec<f64>,
-    /// A per-path weight (wVegas, EWTCP, RP-MP share), else NaN.
+    /// A per-path weight (BMC's D, wVegas, EWTCP, RP-MP or MPVeno share), else NaN.
     pub weight: Vec<f64>,
+    /// BMC's T_wr = (R/D)·T_J, else NaN.
+    pub score: Vec<f64>,
+    /// Veno's backlog estimate N in packets, else NaN.
+    pub backlog_packets: Vec<f64>,
+    /// Westwood's bandwidth estimate in bit/s, else NaN.
+    pub bandwidth_estimate_bps: Vec<f64>,
 }
 
 /// Per-link-direction results.

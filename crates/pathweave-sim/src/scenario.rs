@@ -9,7 +9,11 @@ use crate::link::{LinkDirSpec, LossModel, QueueSpec};
 use crate::quantity::{eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME_UNITS};
 use crate::red::RedParams;
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
-use pathweave_cc::cc::multipath::{Algorithm, Arithmetic, Counting, MultipathConfig, WindowConfig};
+use pathweave_cc::cc::multipath::{
+    Algorithm, AnyMultipathController, Arithmetic, ConfigError, Counting, MultipathConfig,
+    Uncoupled, WindowConfig,
+};
+use pathweave_cc::cc::{AnyController, RenoConfig, VenoConfig, WestwoodConfig};
 use pathweave_cc::rtt::RtoConfig;
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
 use std::collections::BTreeMap;
@@ -64,18 +68,69 @@ pub struct ControlSpec {
     /// The name as written, normalised (`"reno"` for single-path NewReno).
     pub name: String,
     /// The controller's configuration, validated.
-    pub config: MultipathConfig,
+    pub config: Control,
+}
+
+/// A controller configuration: a multipath algorithm of `pathweave-cc`, or a single-path base
+/// run independently on every subflow.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Control {
+    /// Any algorithm `MultipathConfig` knows (NewReno per subflow is `uncoupled`).
+    Multipath(MultipathConfig),
+    /// TCP Veno on every subflow.
+    Veno(VenoConfig),
+    /// TCP Westwood+ on every subflow.
+    Westwood(WestwoodConfig),
+}
+
+impl Control {
+    /// Check the configuration without building.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.build().map(|_| ())
+    }
+
+    /// The controller for one connection.
+    pub fn build(&self) -> Result<AnyMultipathController, ConfigError> {
+        Ok(match self {
+            Control::Multipath(c) => c.build()?,
+            Control::Veno(c) => {
+                AnyMultipathController::Uncoupled(Uncoupled::new(AnyController::Veno(c.build()?)))
+            }
+            Control::Westwood(c) => AnyMultipathController::Uncoupled(Uncoupled::new(
+                AnyController::WestwoodPlus(c.build()?),
+            )),
+        })
+    }
 }
 
 /// The algorithm names a scenario may use: `reno` (NewReno; uncoupled on every subflow of a
-/// multipath flow) and the multipath algorithms of `pathweave-cc`.
+/// multipath flow), the single-path bases `veno` and `westwood`, and the multipath algorithms
+/// of `pathweave-cc`.
 pub fn algorithm_names() -> Vec<&'static str> {
-    let mut v = vec!["reno"];
+    let mut v = vec!["reno", "veno", "westwood"];
     v.extend(Algorithm::ALL.iter().map(|a| a.name()));
     v
 }
 
+/// Controller parameters a flow may set, and the algorithms that take each.
+const CONTROL_PARAMS: &[(&str, &[&str])] = &[
+    ("beta", &["veno", "mpveno"]),
+    ("gamma", &["mptcpw"]),
+    ("weight", &["aimd"]),
+    ("a", &["aimd"]),
+    ("b", &["aimd"]),
+    ("weights", &["bmc"]),
+    ("rate_hints", &["bmc"]),
+    ("flowshares", &["bmc"]),
+    ("k", &["bmc"]),
+    ("period", &["bmc"]),
+    ("proportion_manager", &["bmc"]),
+];
+
 /// What a flow is.
+// Specs are built once per run and never on the per-packet path, so the size of the TCP
+// variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum FlowKind {
     /// A TCP flow.
@@ -1157,6 +1212,17 @@ impl Reader<'_> {
             "algorithm",
             "arithmetic",
             "counting",
+            "beta",
+            "gamma",
+            "weight",
+            "a",
+            "b",
+            "weights",
+            "rate_hints",
+            "flowshares",
+            "k",
+            "period",
+            "proportion_manager",
             "path",
             "subflows",
             "start",
@@ -1221,6 +1287,15 @@ impl Reader<'_> {
                     "a cbr flow is not congestion-controlled; remove arithmetic and counting",
                 ));
             }
+            for (key, _) in CONTROL_PARAMS {
+                if let Some(v) = t.get(*key) {
+                    return Err(self.invalid(
+                        &join(path, key),
+                        v,
+                        "a cbr flow is not congestion-controlled; remove controller parameters",
+                    ));
+                }
+            }
             let rate = match tt.get("rate") {
                 Some(v) => self.rate(&join(&tp, "rate"), v)?,
                 None => {
@@ -1268,36 +1343,80 @@ impl Reader<'_> {
     /// controller's configuration.
     fn control(&self, t: &Table, path: &str, cfg: &TcpSettings) -> R<ControlSpec> {
         let field = join(path, "algorithm");
-        let (name, algorithm) = match t.get("algorithm") {
-            None => ("reno".to_string(), Algorithm::Uncoupled),
-            Some(v) => match self.string(&field, v)? {
-                "reno" | "newreno" => ("reno".to_string(), Algorithm::Uncoupled),
-                other => match other.parse::<Algorithm>() {
-                    Ok(a) => (a.name().to_string(), a),
-                    Err(_) => {
-                        return Err(self.invalid(
-                            &field,
-                            v,
-                            format!(
-                                "unknown algorithm (allowed: {})",
-                                algorithm_names().join(", ")
-                            ),
-                        ))
-                    }
-                },
+        let written = match t.get("algorithm") {
+            None => "reno",
+            Some(v) => self.string(&field, v)?,
+        };
+        let name = match written {
+            "reno" | "newreno" => "reno".to_string(),
+            "veno" | "westwood" => written.to_string(),
+            other => match other.parse::<Algorithm>() {
+                Ok(a) => a.name().to_string(),
+                Err(_) => {
+                    let v = t
+                        .get("algorithm")
+                        .cloned()
+                        .unwrap_or(Value::String(other.into()));
+                    return Err(self.invalid(
+                        &field,
+                        &v,
+                        format!(
+                            "unknown algorithm (allowed: {})",
+                            algorithm_names().join(", ")
+                        ),
+                    ));
+                }
             },
         };
+        // A parameter the algorithm does not take is a mistake worth naming.
+        for (key, algs) in CONTROL_PARAMS {
+            if let Some(v) = t.get(*key) {
+                if !algs.contains(&name.as_str()) {
+                    return Err(self.invalid(
+                        &join(path, key),
+                        v,
+                        format!("{key} applies to algorithm {} only", algs.join(", ")),
+                    ));
+                }
+            }
+        }
         let window = WindowConfig::default().initial_window(cfg.initial_window);
-        let mut config = MultipathConfig::new(algorithm, Bytes(cfg.mss as u64), window);
+        let reno = RenoConfig::new(Bytes(cfg.mss as u64), cfg.initial_window);
+        let mut config = match name.as_str() {
+            "reno" => Control::Multipath(MultipathConfig::new(
+                Algorithm::Uncoupled,
+                Bytes(cfg.mss as u64),
+                window,
+            )),
+            "veno" => {
+                let mut c = VenoConfig::new(reno);
+                if let Some(v) = t.get("beta") {
+                    c = c.beta(self.number(&join(path, "beta"), v)?);
+                }
+                Control::Veno(c)
+            }
+            "westwood" => Control::Westwood(WestwoodConfig::new(reno)),
+            _ => {
+                let alg: Algorithm = name.parse().unwrap_or(Algorithm::Uncoupled);
+                let mc = MultipathConfig::new(alg, Bytes(cfg.mss as u64), window);
+                Control::Multipath(self.control_params(t, path, mc)?)
+            }
+        };
         if let Some(v) = t.get("arithmetic") {
             let f = join(path, "arithmetic");
             let a: Arithmetic = self
                 .string(&f, v)?
                 .parse()
                 .map_err(|_| self.invalid(&f, v, "allowed: \"spec\", \"linux\""))?;
-            config = config
-                .with_arithmetic(a)
-                .map_err(|e| self.invalid(&f, v, e.to_string()))?;
+            config = match config {
+                Control::Multipath(c) => Control::Multipath(
+                    c.with_arithmetic(a)
+                        .map_err(|e| self.invalid(&f, v, e.to_string()))?,
+                ),
+                _ => {
+                    return Err(self.invalid(&f, v, format!("{name} has only the spec arithmetic")))
+                }
+            };
         }
         if let Some(v) = t.get("counting") {
             let f = join(path, "counting");
@@ -1305,9 +1424,13 @@ impl Reader<'_> {
                 .string(&f, v)?
                 .parse()
                 .map_err(|_| self.invalid(&f, v, "allowed: \"per-packet\", \"per-ack-event\""))?;
-            config = config
-                .with_counting(k)
-                .map_err(|e| self.invalid(&f, v, e.to_string()))?;
+            config = match config {
+                Control::Multipath(c) => Control::Multipath(
+                    c.with_counting(k)
+                        .map_err(|e| self.invalid(&f, v, e.to_string()))?,
+                ),
+                _ => return Err(self.invalid(&f, v, format!("{name} counts bytes like NewReno"))),
+            };
         }
         if let Err(e) = config.validate() {
             let v = t
@@ -1317,6 +1440,91 @@ impl Reader<'_> {
             return Err(self.invalid(&field, &v, e.to_string()));
         }
         Ok(ControlSpec { name, config })
+    }
+
+    /// The parameters of `mpveno`, `mptcpw`, `aimd` and `bmc`.
+    fn control_params(&self, t: &Table, path: &str, c: MultipathConfig) -> R<MultipathConfig> {
+        let num = |k: &str| -> R<Option<f64>> {
+            t.get(k).map(|v| self.number(&join(path, k), v)).transpose()
+        };
+        let list = |k: &str| -> R<Option<Vec<f64>>> {
+            match t.get(k) {
+                None => Ok(None),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| self.number(&format!("{path}.{k}[{i}]"), x))
+                    .collect::<R<Vec<f64>>>()
+                    .map(Some),
+                Some(v) => Err(self.invalid(&join(path, k), v, "expected a list of numbers")),
+            }
+        };
+        Ok(match c {
+            MultipathConfig::MpVeno(mut m) => {
+                if let Some(b) = num("beta")? {
+                    m = m.beta(b);
+                }
+                MultipathConfig::MpVeno(m)
+            }
+            MultipathConfig::Mptcpw(mut m) => {
+                if let Some(g) = num("gamma")? {
+                    m = m.gamma(g);
+                }
+                MultipathConfig::Mptcpw(m)
+            }
+            MultipathConfig::Aimd(mut m) => {
+                let (w, a, b) = (num("weight")?, num("a")?, num("b")?);
+                if let (Some(_), Some(v)) = (w, t.get("a").or(t.get("b"))) {
+                    return Err(self.invalid(
+                        &join(path, "weight"),
+                        v,
+                        "give either weight (AIMD(D², 1/2)) or a and b, not both",
+                    ));
+                }
+                if let Some(d) = w {
+                    m = m.weight(d);
+                }
+                if let Some(a) = a {
+                    m = m.increase(a);
+                }
+                if let Some(b) = b {
+                    m = m.decrease(b);
+                }
+                MultipathConfig::Aimd(m)
+            }
+            MultipathConfig::Bmc(mut m) => {
+                if let (Some(_), Some(v)) = (t.get("weights"), t.get("rate_hints")) {
+                    return Err(self.invalid(
+                        &join(path, "rate_hints"),
+                        v,
+                        "give either weights or rate_hints, not both",
+                    ));
+                }
+                if let Some(p) = num("flowshares")? {
+                    m = m.flowshares(p);
+                }
+                if let Some(d) = list("weights")? {
+                    m = m.weights(&d);
+                }
+                if let Some(h) = list("rate_hints")? {
+                    m = m.rate_hints(&h);
+                }
+                if let Some(k) = num("k")? {
+                    m = m.k(k);
+                }
+                if let Some(v) = t.get("period") {
+                    m = match v {
+                        Value::String(s) if s == "auto" => m.auto_period(),
+                        _ => m.period(self.positive_time(&join(path, "period"), v)?),
+                    };
+                }
+                if let Some(v) = t.get("proportion_manager") {
+                    m = m.proportion_manager(self.boolean(&join(path, "proportion_manager"), v)?);
+                }
+                MultipathConfig::Bmc(m)
+            }
+            other => other,
+        })
     }
 
     /// `path = [...]` for one subflow, or `subflows = [{ path = [...], start, stop }, …]`.

@@ -358,6 +358,10 @@ impl Simulation {
                         ss.alpha.push(m.alpha.unwrap_or(f64::NAN));
                         ss.epsilon.push(m.epsilon.unwrap_or(f64::NAN));
                         ss.weight.push(m.weight.unwrap_or(f64::NAN));
+                        ss.score.push(m.score.unwrap_or(f64::NAN));
+                        ss.backlog_packets.push(m.backlog.unwrap_or(f64::NAN));
+                        ss.bandwidth_estimate_bps
+                            .push(m.bandwidth_bps.unwrap_or(f64::NAN));
                     }
                     if !srtt.is_finite() {
                         srtt = f64::NAN;
