@@ -39,3 +39,10 @@ def test_every_registered_experiment_names_its_source_and_scenarios(experiment_i
     assert e.source
     assert e.scenarios
     assert e.published
+
+
+def test_bmc_weighted_aimd_quick_gives_ratio_d_for_mid_n(tmp_path: Path) -> None:
+    v = _verdicts("bmc-weighted-aimd", tmp_path)
+    # Fig. 5.10: the AIMD/TCP ratio is about D for N in [8, 48] (D = 1/2 in the quick form).
+    for n in (8, 16, 32, 48):
+        assert v[f"Fig. 5.10: ratio, N = {n}, D = 0.50"] == "match", n
