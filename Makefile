@@ -45,6 +45,7 @@ slow: setup
 
 bench: setup
 	$(BIN)/python bench/dumbbell.py
+	$(BIN)/python bench/multipath.py
 
 clean:
 	rm -rf $(VENV) target results

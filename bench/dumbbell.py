@@ -45,10 +45,15 @@ def scenario_text(flows: int, duration_s: float) -> str:
 
 
 def run_pathweave(flows: int, duration_s: float, seed: int = 1) -> dict:
-    """Run the simulator in a child process and measure its own peak RSS (wait4)."""
+    """Run the dumbbell with `flows` flows; see `run_pathweave_text`."""
+    return run_pathweave_text(scenario_text(flows, duration_s), f"dumbbell{flows}", seed)
+
+
+def run_pathweave_text(text: str, label: str, seed: int = 1) -> dict:
+    """Run scenario `text` in a child process and measure its own peak RSS (wait4)."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"dumbbell{flows}.toml"
-        path.write_text(scenario_text(flows, duration_s))
+        path = Path(tmp) / f"{label}.toml"
+        path.write_text(text)
         t0 = time.perf_counter()
         proc = subprocess.Popen(
             [str(BINARY), str(path), "--json", "--seed", str(seed)],

@@ -8,6 +8,10 @@ tolerances (``Published`` with ``Relative``, ``Absolute``, ``Between``, ``AtLeas
 them into one HTML page. See ``docs/reproduce.md``.
 """
 
+# The subpackage of experiment definitions is imported before the function `experiments` is
+# bound below: importing a subpackage for the first time sets it as an attribute of its parent,
+# which would otherwise replace the function once the registry discovers the definitions.
+import pathweave.repro.experiments as _definitions  # noqa: F401
 from pathweave.repro.experiment import (
     Absolute,
     AtLeast,

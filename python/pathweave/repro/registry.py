@@ -71,7 +71,9 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    import pathweave.repro.experiments as package
+    # importlib, not `import … as`: the name `experiments` on pathweave.repro is this
+    # module's function, not the subpackage.
+    package = importlib.import_module("pathweave.repro.experiments")
 
     names = [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
     names += [n.strip() for n in os.environ.get(ENV_MODULES, "").split(",") if n.strip()]
