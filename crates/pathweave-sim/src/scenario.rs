@@ -114,6 +114,7 @@ pub fn algorithm_names() -> Vec<&'static str> {
 
 /// Controller parameters a flow may set, and the algorithms that take each.
 const CONTROL_PARAMS: &[(&str, &[&str])] = &[
+    ("maximum", &["lia"]),
     ("beta", &["veno", "mpveno"]),
     ("gamma", &["mptcpw"]),
     ("weight", &["aimd"]),
@@ -1212,6 +1213,7 @@ impl Reader<'_> {
             "algorithm",
             "arithmetic",
             "counting",
+            "maximum",
             "beta",
             "gamma",
             "weight",
@@ -1460,6 +1462,23 @@ impl Reader<'_> {
             }
         };
         Ok(match c {
+            MultipathConfig::Lia(m) => match t.get("maximum") {
+                None => MultipathConfig::Lia(m),
+                Some(v) => {
+                    let approximate = match self.string(&join(path, "maximum"), v)? {
+                        "exact" => false,
+                        "approximate" => true,
+                        _ => {
+                            return Err(self.invalid(
+                                &join(path, "maximum"),
+                                v,
+                                "allowed: \"exact\" (RFC 6356), \"approximate\" (seeds/002 §3)",
+                            ))
+                        }
+                    };
+                    MultipathConfig::Lia(m.approximate_max(approximate))
+                }
+            },
             MultipathConfig::MpVeno(mut m) => {
                 if let Some(b) = num("beta")? {
                     m = m.beta(b);

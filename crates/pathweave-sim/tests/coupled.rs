@@ -238,3 +238,33 @@ fn algorithm_state_appears_in_the_subflow_series() {
     let r = run(&scenario(&SHARED.replace("ALG", "reno")), None);
     assert!(r.subflow_series.alpha.iter().all(|a| a.is_nan()));
 }
+
+#[test]
+fn lia_with_the_approximate_maximum_runs_and_is_checked() {
+    let approx = SHARED.replace("ALG", "lia").replace(
+        "algorithm = \"lia\"",
+        "algorithm = \"lia\"\nmaximum = \"approximate\"",
+    );
+    let r = run(&scenario(&approx), None);
+    let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
+    assert!(
+        (0.75..=1.33).contains(&ratio),
+        "approximate LIA / Reno = {ratio:.3}"
+    );
+    for (bad, field) in [
+        ("maximum = \"roughly\"", "flow[0].maximum"),
+        (
+            "maximum = \"approximate\"\narithmetic = \"linux\"",
+            "flow[0].arithmetic",
+        ),
+    ] {
+        let text = SHARED.replace("ALG", "lia").replace(
+            "algorithm = \"lia\"",
+            &format!("algorithm = \"lia\"\n{bad}"),
+        );
+        let e = pathweave_sim::Scenario::parse(&text, "t.toml", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(field) || e.contains("flow[0].algorithm"), "{e}");
+    }
+}

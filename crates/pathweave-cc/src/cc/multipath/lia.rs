@@ -125,6 +125,7 @@ pub struct LiaConfig {
     window: WindowConfig,
     arithmetic: Arithmetic,
     counting: Option<Counting>,
+    approximate_max: bool,
 }
 
 impl LiaConfig {
@@ -147,6 +148,18 @@ impl LiaConfig {
         self.counting = Some(c);
         self
     }
+    /// Keep only an approximate maximum of `w/rtt²`, as the kernel module of Raiciu et al.'s
+    /// Linux implementation paper does (`shared/seeds/002` §3): the cached maximum is replaced
+    /// when a larger value arrives, or when the path that set it reports a smaller one; other
+    /// paths' decreases go unseen until then. Spec arithmetic only.
+    pub fn approximate_max(mut self, on: bool) -> Self {
+        self.approximate_max = on;
+        self
+    }
+    /// Whether the maximum is approximate.
+    pub fn approximates_max(&self) -> bool {
+        self.approximate_max
+    }
     /// The counting in force.
     pub fn counting_mode(&self) -> Counting {
         self.counting.unwrap_or(self.arithmetic.default_counting())
@@ -158,6 +171,14 @@ impl LiaConfig {
     /// Checks the window settings.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check_arithmetic(Algorithm::Lia, self.arithmetic)?;
+        if self.approximate_max && self.arithmetic == Arithmetic::Linux {
+            return Err(ConfigError::OutOfRange {
+                algorithm: "lia",
+                parameter: "approximate maximum (1 = on)",
+                value: 1.0,
+                allowed: "only with the spec arithmetic; the linux mode has its own best-path rule",
+            });
+        }
         self.window.validate()
     }
     /// A controller with no paths yet.
@@ -171,6 +192,7 @@ impl LiaConfig {
             forced: true,
             samples: Vec::new(),
             kernel_samples: Vec::new(),
+            approx: None,
         })
     }
 }
@@ -188,6 +210,8 @@ pub struct Lia {
     forced: bool,
     samples: Vec<PathSample>,
     kernel_samples: Vec<KernelSample>,
+    /// The approximate maximum of `w/rtt²` and the path that set it.
+    approx: Option<(u32, f64)>,
 }
 
 impl Lia {
@@ -222,14 +246,43 @@ impl Lia {
         }
     }
 
+    /// α with the approximate maximum: `own` is the acknowledged path's sample, which
+    /// replaces the cached maximum if larger or if that path set it.
+    fn approximate_alpha(&mut self, p: PathId, own: PathSample) -> Option<f64> {
+        if !(own.rtt > 0.0) {
+            return None;
+        }
+        let v = own.window / (own.rtt * own.rtt);
+        match self.approx {
+            Some((owner, max)) if owner != p.0 && v <= max => {}
+            _ => self.approx = Some((p.0, v)),
+        }
+        let (_, max) = self.approx?;
+        let total: f64 = self.samples.iter().map(|s| s.window).sum();
+        let rate_sum: f64 = self.samples.iter().map(|s| s.window / s.rtt).sum();
+        let a = total * max / (rate_sum * rate_sum); // RFC 6356 §3 with the cached maximum
+        (a.is_finite() && rate_sum > 0.0).then_some(a)
+    }
+
     /// RFC 6356 §3 congestion avoidance, real-valued.
     fn spec_increase(&mut self, p: PathId, bytes: u64, paths: &Paths<'_>) {
         self.samples.clear();
         self.samples.extend(
             usable_paths(&self.paths, paths).map(|(_, sf, v)| sample(sf.effective_window(), v)),
         );
-        let Some(a) = alpha(&self.samples) else {
-            return;
+        let a = if self.cfg.approximate_max {
+            let own = usable_paths(&self.paths, paths)
+                .find(|(i, _, _)| *i == p.0 as usize)
+                .map(|(_, sf, v)| sample(sf.effective_window(), v));
+            match own.and_then(|s| self.approximate_alpha(p, s)) {
+                Some(a) => a,
+                None => return,
+            }
+        } else {
+            let Some(a) = alpha(&self.samples) else {
+                return;
+            };
+            a
         };
         self.alpha = Some(a);
         let total: f64 = self.samples.iter().map(|s| s.window).sum();
@@ -306,6 +359,9 @@ impl MultipathController for Lia {
             *slot = None;
         }
         self.forced = true;
+        if self.approx.is_some_and(|(owner, _)| owner == p.0) {
+            self.approx = None;
+        }
     }
 
     fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) {

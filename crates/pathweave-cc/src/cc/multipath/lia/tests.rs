@@ -310,3 +310,37 @@ proptest! {
         prop_assert!(growth <= reno * (1.0 + 1e-12), "{} > {}", growth, reno);
     }
 }
+
+/// Raiciu et al.'s kernel module (seeds/002 §3) keeps an approximate maximum of w/rtt²: a
+/// larger value replaces it, as does any value from the path that set it; a smaller value from
+/// another path goes unseen.
+#[test]
+fn approximate_maximum_follows_its_owner_and_larger_values_only() {
+    let mut c = LiaConfig::new().approximate_max(true).build().unwrap();
+    let s = |w: f64| PathSample {
+        window: w,
+        rtt: 0.5,
+    };
+    c.samples = vec![s(10.0), s(10.0)];
+    // Path 0 sets the maximum 10/0.25 = 40; α = 20·40/(40)² = 0.5 (binary-exact RTT).
+    let a = c.approximate_alpha(PathId(0), s(10.0)).unwrap();
+    assert!((a - 0.5).abs() < 1e-12);
+    // Path 1 reports 20: smaller and not the owner, so the maximum stays 40.
+    c.samples = vec![s(10.0), s(5.0)];
+    c.approximate_alpha(PathId(1), s(5.0)).unwrap();
+    assert_eq!(c.approx, Some((0, 40.0)));
+    // The owner reports 16: the maximum follows it down.
+    c.samples = vec![s(4.0), s(5.0)];
+    c.approximate_alpha(PathId(0), s(4.0)).unwrap();
+    assert_eq!(c.approx, Some((0, 16.0)));
+    // Path 1's 20 is now larger and takes over; the exact α agrees again.
+    let a = c.approximate_alpha(PathId(1), s(5.0)).unwrap();
+    assert_eq!(c.approx, Some((1, 20.0)));
+    assert!((a - alpha(&c.samples).unwrap()).abs() < 1e-12);
+    // Linux arithmetic has its own best-path rule.
+    assert!(LiaConfig::new()
+        .approximate_max(true)
+        .arithmetic(Arithmetic::Linux)
+        .validate()
+        .is_err());
+}
