@@ -249,7 +249,7 @@ impl Lia {
     /// α with the approximate maximum: `own` is the acknowledged path's sample, which
     /// replaces the cached maximum if larger or if that path set it.
     fn approximate_alpha(&mut self, p: PathId, own: PathSample) -> Option<f64> {
-        if !(own.rtt > 0.0) {
+        if own.rtt.is_nan() || own.rtt <= 0.0 {
             return None;
         }
         let v = own.window / (own.rtt * own.rtt);
