@@ -30,7 +30,7 @@
 //! rate shares of the usable paths sum to one.
 
 use crate::cc::multipath::config::{Algorithm, ConfigError, Counting, WindowConfig};
-use crate::cc::multipath::olia::{self, OliaSample};
+use crate::cc::multipath::olia::{self, LossMarkers, OliaSample};
 use crate::cc::multipath::subflow::{ensure_slot, is_coupled, rtt_secs, usable, Subflow};
 use crate::cc::multipath::{MultipathController, PathSample, Paths};
 use crate::cc::veno::{check_positive, VenoState, DEFAULT_BETA, MAX_BETA};
@@ -164,30 +164,11 @@ struct MpVenoPath {
     sf: Subflow,
     veno: VenoState,
     acked: u64,
-    loss1: u64,
-    loss2: u64,
-    loss3: u64,
+    markers: LossMarkers,
     /// Whether the last congestion-avoidance ACK used the coupled rule.
     coupled: bool,
     theta: Option<f64>,
     epsilon: Option<f64>,
-}
-
-impl MpVenoPath {
-    /// ℓ_r = max(loss3 − loss2, loss2 − loss1), as OLIA.
-    fn loss_interval(&self) -> u64 {
-        self.loss3
-            .saturating_sub(self.loss2)
-            .max(self.loss2.saturating_sub(self.loss1))
-    }
-
-    /// OLIA's marker shift on entering recovery or a first timeout.
-    fn shift_markers(&mut self) {
-        if self.loss3 != self.loss2 {
-            self.loss1 = self.loss2;
-            self.loss2 = self.loss3;
-        }
-    }
 }
 
 /// MPVeno over all paths of one connection.
@@ -230,7 +211,7 @@ impl MpVeno {
             self.samples.push(OliaSample {
                 window,
                 rtt,
-                loss_interval: st.loss_interval() as f64,
+                loss_interval: st.markers.interval() as f64,
             });
             self.rates.push(PathSample { window, rtt });
         }
@@ -265,9 +246,7 @@ impl MpVeno {
     ) {
         if let Some(Some(st)) = self.paths.get_mut(p) {
             st.sf.force(cwnd, cwnd);
-            st.loss1 = 0;
-            st.loss2 = loss_interval;
-            st.loss3 = loss_interval;
+            st.markers = LossMarkers::with_interval(loss_interval);
             st.acked = loss_interval;
             st.veno.rtts.force(base, rtt);
         }
@@ -288,9 +267,7 @@ impl MultipathController for MpVeno {
             sf: Subflow::new(mss, &self.cfg.window),
             veno: VenoState::default(),
             acked: 0,
-            loss1: 0,
-            loss2: 0,
-            loss3: 0,
+            markers: LossMarkers::default(),
             coupled: false,
             theta: None,
             epsilon: None,
@@ -313,7 +290,7 @@ impl MultipathController for MpVeno {
             return;
         };
         st.acked = st.acked.saturating_add(bytes);
-        st.loss3 = st.acked; // OLIA (spec): ℓ counts every acknowledged byte since the loss
+        st.markers.advance_to(st.acked); // OLIA (spec): ℓ counts every acknowledged byte since the loss
         st.veno.observe(ack, in_flight); // RTT samples in recovery too (tcp_veno_pkts_acked)
         if ack.in_recovery {
             return; // RFC 5681 §3.2: no growth during fast recovery
@@ -366,7 +343,7 @@ impl MultipathController for MpVeno {
         // Algorithm 2, Decrease: w_r − w_r/5 (random error) or w_r − w_r/2 (congestion).
         let ss = st.veno.loss_ssthresh(st.sf.cwnd, st.sf.mss);
         if !st.sf.in_recovery {
-            st.shift_markers(); // OLIA: set_state(Recovery)
+            st.markers.shift(); // OLIA: set_state(Recovery)
         }
         st.sf.enter_recovery(ss);
         st.veno.restart_count();
@@ -385,7 +362,7 @@ impl MultipathController for MpVeno {
         // The paper is silent on timeouts: the bases' (OLIA's and Veno's NewReno) rule.
         let ss = (!rto.repeated).then(|| st.sf.reno_ssthresh());
         if !rto.repeated && !st.sf.in_recovery {
-            st.shift_markers(); // OLIA: set_state(Loss), first timeout only
+            st.markers.shift(); // OLIA: set_state(Loss), first timeout only
         }
         st.sf.timeout(ss);
         st.veno.restart_count();

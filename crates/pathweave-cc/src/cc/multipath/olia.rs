@@ -297,21 +297,18 @@ impl OliaConfig {
     }
 }
 
-/// One path's OLIA state: the window and the inter-loss markers, counted in acknowledged
-/// bytes (`snd_una` in the kernel).
-#[derive(Clone, Debug)]
-struct OliaPath {
-    sf: Subflow,
-    acked: u64,
+/// OLIA's inter-loss markers in acknowledged bytes (`snd_una` in the kernel): `loss1` and
+/// `loss2` at the last two losses, `loss3` now. MPVeno keeps the same bookkeeping.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LossMarkers {
     loss1: u64,
     loss2: u64,
     loss3: u64,
-    epsilon: Option<f64>,
 }
 
-impl OliaPath {
+impl LossMarkers {
     /// ℓ_r = max(loss3 − loss2, loss2 − loss1).
-    fn loss_interval(&self) -> u64 {
+    pub(crate) fn interval(&self) -> u64 {
         self.loss3
             .saturating_sub(self.loss2)
             .max(self.loss2.saturating_sub(self.loss1))
@@ -319,12 +316,36 @@ impl OliaPath {
 
     /// `mptcp_olia_set_state` on entering Loss/Recovery/CWR: shift the markers if data was
     /// acknowledged since the last shift.
-    fn shift_markers(&mut self) {
+    pub(crate) fn shift(&mut self) {
         if self.loss3 != self.loss2 {
             self.loss1 = self.loss2;
             self.loss2 = self.loss3;
         }
     }
+
+    /// Move the current marker to `acked` bytes.
+    pub(crate) fn advance_to(&mut self, acked: u64) {
+        self.loss3 = acked;
+    }
+
+    /// A state with inter-loss distance `l` and nothing acknowledged since (tests).
+    #[cfg(test)]
+    pub(crate) fn with_interval(l: u64) -> Self {
+        LossMarkers {
+            loss1: 0,
+            loss2: l,
+            loss3: l,
+        }
+    }
+}
+
+/// One path's OLIA state: the window and the inter-loss markers.
+#[derive(Clone, Debug)]
+struct OliaPath {
+    sf: Subflow,
+    acked: u64,
+    markers: LossMarkers,
+    epsilon: Option<f64>,
 }
 
 /// OLIA over all paths of one connection.
@@ -371,13 +392,13 @@ impl Olia {
                 self.kernel_samples.push(KernelOliaSample {
                     cwnd: (w / st.sf.mss).max(1),
                     srtt_us: srtt_us(v),
-                    loss_interval: st.loss_interval(),
+                    loss_interval: st.markers.interval(),
                 });
             } else {
                 self.samples.push(OliaSample {
                     window: w as f64,
                     rtt: rtt_secs(v),
-                    loss_interval: st.loss_interval() as f64,
+                    loss_interval: st.markers.interval() as f64,
                 });
             }
         }
@@ -445,9 +466,7 @@ impl Olia {
     pub(crate) fn force(&mut self, p: usize, cwnd: u64, ssthresh: u64, loss_interval: u64) {
         if let Some(Some(st)) = self.paths.get_mut(p) {
             st.sf.force(cwnd, ssthresh);
-            st.loss1 = 0;
-            st.loss2 = loss_interval;
-            st.loss3 = loss_interval;
+            st.markers = LossMarkers::with_interval(loss_interval);
             st.acked = loss_interval;
         }
     }
@@ -456,7 +475,7 @@ impl Olia {
     #[cfg(test)]
     pub(crate) fn subflow(&self, p: usize) -> Option<(&Subflow, u64)> {
         let st = self.paths.get(p)?.as_ref()?;
-        Some((&st.sf, st.loss_interval()))
+        Some((&st.sf, st.markers.interval()))
     }
 }
 
@@ -467,9 +486,7 @@ impl MultipathController for Olia {
         self.paths[i] = Some(OliaPath {
             sf: Subflow::new(mss, &self.cfg.window),
             acked: 0,
-            loss1: 0,
-            loss2: 0,
-            loss3: 0,
+            markers: LossMarkers::default(),
             epsilon: None,
         });
     }
@@ -492,7 +509,7 @@ impl MultipathController for Olia {
         if !ack.in_recovery || !linux {
             // The kernel sets loss3 = snd_una on every call into congestion avoidance, which
             // recovery skips; the spec counts every acknowledged byte since the last loss.
-            st.loss3 = st.acked;
+            st.markers.advance_to(st.acked);
         }
         if ack.in_recovery {
             return; // RFC 5681 §3.2: no growth during fast recovery
@@ -524,7 +541,7 @@ impl MultipathController for Olia {
             return;
         };
         if !st.sf.in_recovery {
-            st.shift_markers(); // set_state(Recovery)
+            st.markers.shift(); // set_state(Recovery)
         }
         st.sf.enter_recovery(ss);
     }
@@ -545,7 +562,7 @@ impl MultipathController for Olia {
             return;
         };
         if !rto.repeated && !st.sf.in_recovery {
-            st.shift_markers(); // set_state(Loss), first timeout only (icsk_retransmits == 0)
+            st.markers.shift(); // set_state(Loss), first timeout only (icsk_retransmits == 0)
         }
         st.sf.timeout(ss);
     }
