@@ -52,9 +52,18 @@ def test_bmc_flowshares_quick_control_is_one_flowshare(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "experiment_id", ["bmc-proportion", "bmc-resource-pooling", "bmc-flowshares"]
+    "experiment_id", ["bmc-proportion", "bmc-resource-pooling", "bmc-flowshares", "bmc-bundles"]
 )
 def test_bmc_experiments_are_registered(experiment_id: str) -> None:
     e = repro.get(experiment_id)
     assert e.source.startswith("shared/seeds/000_")
     assert e.published
+
+
+def test_bmc_bundles_quick_gives_half_and_quarter_shares(tmp_path: Path) -> None:
+    v = _verdicts("bmc-bundles", tmp_path)
+    # Fig. 5.12-5.17: whatever the split, the mean bundle member gets 1/2 (two weights) or 1/4
+    # (four weights) of a Reno flow; a BMC connection with fixed weights gets about one.
+    for n in (8, 16):
+        for family in ("two-3-5", "two-2-3", "two-3-4", "two-4-5", "four", "tenths", "bmc"):
+            assert v[f"{family}, N = {n}"] == "match", (family, n)
