@@ -27,6 +27,10 @@ def test_bmc_proportion_quick_shows_the_fixed_weight_shortfall(tmp_path: Path) -
     assert v["Fig. 3.1: the fixed-weight shortfall, bundle/Reno, D = (1/2, 1/2)"] == "match"
     # The manager moves the weight toward subflow 2.
     assert v["manager on: the weight moves toward subflow 2 (mean D2 > 1/2)"] == "match"
+    # With a dead band (not the paper's rule) it finds the ideal D1 = 1/4 and holds it.
+    band = "on-band (not the paper's rule)"
+    assert v[f"{band}: the weight moves toward subflow 2"] == "match"
+    assert v[f"{band}: D1 near the ideal 1/4 (+-0.1, chosen)"] == "match"
 
 
 def test_bmc_resource_pooling_quick_shows_the_published_shape(tmp_path: Path) -> None:
@@ -49,6 +53,9 @@ def test_bmc_flowshares_quick_control_is_one_flowshare(tmp_path: Path) -> None:
     v = _verdicts("bmc-flowshares", tmp_path)
     # Eq. 3.1: with P = 1 the two-subflow connection gets about one Reno flow's share.
     assert v["eq. 3.1 (control): P = 1, BMC connection / Reno ~ 1"] == "match"
+    # With a dead band (not the paper's rule) the weights hold and P = 2 gives two shares.
+    band = "with a dead band of 0.5 (not the paper's rule)"
+    assert v[f"§4.2 {band}: P = 2, BMC / Reno ~ 2"] == "match"
 
 
 @pytest.mark.parametrize(

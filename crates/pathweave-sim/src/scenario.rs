@@ -126,6 +126,7 @@ const CONTROL_PARAMS: &[(&str, &[&str])] = &[
     ("k", &["bmc"]),
     ("period", &["bmc"]),
     ("proportion_manager", &["bmc"]),
+    ("tolerance", &["bmc"]),
 ];
 
 /// What a flow is.
@@ -1225,6 +1226,7 @@ impl Reader<'_> {
             "k",
             "period",
             "proportion_manager",
+            "tolerance",
             "path",
             "subflows",
             "start",
@@ -1536,6 +1538,9 @@ impl Reader<'_> {
                         Value::String(s) if s == "auto" => m.auto_period(),
                         _ => m.period(self.positive_time(&join(path, "period"), v)?),
                     };
+                }
+                if let Some(x) = num("tolerance")? {
+                    m = m.tolerance(x);
                 }
                 if let Some(v) = t.get("proportion_manager") {
                     m = m.proportion_manager(self.boolean(&join(path, "proportion_manager"), v)?);

@@ -30,6 +30,13 @@
 //!   `D − (D − D²)·K` for P = 1; for P > 1 the paper's form would move nothing at D = 1 and
 //!   add weight above it), the one with the largest gains Δ (eq. 3.9), so Σ D is conserved.
 //!   Ties go to the lower path id; equal scores move nothing.
+//! * **Dead band** (`tolerance`, not in the paper; 0 — the paper's rule — by default): no
+//!   move unless the largest T_wr exceeds the smallest by more than this fraction. The paper
+//!   treats a state in which every subflow gets its proportional throughput as ideal (§3.2,
+//!   "we consider that the shared bottleneck is ideally utilized"), but T_J over one or two
+//!   congestion epochs is noisy (log T_wr ratio s.d. ≈ 0.3 at the ideal weights of the
+//!   bmc-proportion topology), so without a band the manager moves on noise every period;
+//!   with K = 1 one such move takes D = ¼ to 1/16.
 //! * **Floor.** Where eq. 3.8 would take a weight below `D_min = 0.01·P/n` (n paths held;
 //!   it goes negative when K > 1/(1 − D), vector P2), the weight stops at D_min and only
 //!   `D − D_min` moves. D_min is 1% of the equal share: at D_min a subflow adds
@@ -66,6 +73,8 @@ pub const WEIGHT_SUM_TOLERANCE: f64 = 1e-9;
 pub const MIN_WEIGHT_SHARE: f64 = 0.01;
 /// The longest automatic period, in RTTs of the subflow that sets it.
 pub const AUTO_PERIOD_MAX_RTTS: f64 = 1000.0;
+/// The widest dead band accepted (the largest T_wr more than 11 times the smallest).
+pub const MAX_TOLERANCE: f64 = 10.0;
 /// The largest rate hint accepted (any unit; 10^15 bit/s is a petabit).
 pub const MAX_RATE_HINT: f64 = 1e15;
 
@@ -102,13 +111,15 @@ pub struct WeightMove {
 /// smallest score loses `(D − D²/P)·K` of its weight D, but not below `d_min` (eq. 3.8), and the
 /// largest gains what the first lost (eq. 3.9), so the sum is unchanged. Entries with a
 /// non-finite score or a non-positive weight take no part. `None` if fewer than two take
-/// part or all scores are equal.
+/// part, or if the largest score is not above `(1 + tolerance)` times the smallest (with
+/// `tolerance = 0`, the paper's rule, only equal scores move nothing).
 pub fn proportion_step(
     weights: &mut [f64],
     scores: &[f64],
     k: f64,
     flowshares: f64,
     d_min: f64,
+    tolerance: f64,
 ) -> Option<WeightMove> {
     let (mut lo, mut hi): (Option<usize>, Option<usize>) = (None, None);
     for (i, (&w, &s)) in weights.iter().zip(scores).enumerate() {
@@ -123,7 +134,7 @@ pub fn proportion_step(
         }
     }
     let (lo, hi) = (lo?, hi?);
-    if scores[hi] <= scores[lo] {
+    if scores[hi] <= scores[lo] * (1.0 + tolerance) {
         return None; // every subflow gets its proportional share: nothing to move
     }
     let d = weights[lo];
@@ -248,6 +259,7 @@ pub struct BmcConfig {
     k: f64,
     period: Period,
     proportion_manager: bool,
+    tolerance: f64,
 }
 
 impl Default for BmcConfig {
@@ -261,6 +273,7 @@ impl Default for BmcConfig {
             k: 1.0,
             period: Period::Auto,
             proportion_manager: true,
+            tolerance: 0.0,
         }
     }
 }
@@ -317,6 +330,16 @@ impl BmcConfig {
         self.proportion_manager = on;
         self
     }
+    /// The dead band: the manager moves weight only when the largest T_wr exceeds the smallest
+    /// by more than this fraction (0 ≤ tolerance ≤ 10; 0, the paper's rule, by default).
+    pub fn tolerance(mut self, t: f64) -> Self {
+        self.tolerance = t;
+        self
+    }
+    /// The dead band.
+    pub fn dead_band(&self) -> f64 {
+        self.tolerance
+    }
     /// P.
     pub fn flowshares_p(&self) -> f64 {
         self.flowshares
@@ -351,6 +374,14 @@ impl BmcConfig {
             "0 < P <= 16",
         )?;
         check(ALG, "k", self.k, self.k > 0.0 && self.k < 4.0, "0 < K < 4")?;
+        let t = self.tolerance;
+        check(
+            ALG,
+            "tolerance",
+            t,
+            (0.0..=MAX_TOLERANCE).contains(&t),
+            "0 <= tolerance <= 10",
+        )?;
         if let Period::Fixed(j) = self.period {
             let allowed = "J > 0 s, or \"auto\" (a J below the longest smoothed RTT is raised \
                            to it at run time)";
@@ -612,11 +643,12 @@ impl Bmc {
             st.measured_since = Some(now); // §3.2: restart the measurement for J seconds
             st.acked = 0;
         }
-        self.last_move = proportion_step(&mut w, &scores, k, p, d_min).map(|m| WeightMove {
-            reduced: idx[m.reduced],
-            increased: idx[m.increased],
-            ..m
-        });
+        self.last_move =
+            proportion_step(&mut w, &scores, k, p, d_min, self.cfg.tolerance).map(|m| WeightMove {
+                reduced: idx[m.reduced],
+                increased: idx[m.increased],
+                ..m
+            });
         for (&i, &x) in idx.iter().zip(&w) {
             if let Some(st) = self.paths[i].as_mut() {
                 st.weight = x;

@@ -191,7 +191,7 @@ fn vectors_p_proportion_manager_and_the_clamp() {
         let negative = res["negative_weight"].as_bool().unwrap();
         let d_min = min_weight(1.0, 2);
         let mut w = d.clone();
-        let mv = proportion_step(&mut w, &scores, k, 1.0, d_min).unwrap();
+        let mv = proportion_step(&mut w, &scores, k, 1.0, d_min, 0.0).unwrap();
         assert_eq!((mv.reduced, mv.increased), (reduced, increased));
         assert_eq!(mv.clamped, negative);
         let expected = if negative {
@@ -241,13 +241,58 @@ fn paper_examples_of_the_reduction() {
 #[test]
 fn equal_scores_move_nothing_and_ties_go_to_the_lower_id() {
     let mut w = vec![0.5, 0.5];
-    assert_eq!(proportion_step(&mut w, &[3.0, 3.0], 1.0, 1.0, 0.005), None);
+    assert_eq!(
+        proportion_step(&mut w, &[3.0, 3.0], 1.0, 1.0, 0.005, 0.0),
+        None
+    );
     let mut w = vec![0.25, 0.25, 0.5];
-    let mv = proportion_step(&mut w, &[1.0, 1.0, 2.0], 1.0, 1.0, 0.005).unwrap();
+    let mv = proportion_step(&mut w, &[1.0, 1.0, 2.0], 1.0, 1.0, 0.005, 0.0).unwrap();
     assert_eq!((mv.reduced, mv.increased), (0, 2));
     let mut w = vec![0.5, 0.5];
-    let mv = proportion_step(&mut w, &[f64::NAN, 1.0], 1.0, 1.0, 0.005);
+    let mv = proportion_step(&mut w, &[f64::NAN, 1.0], 1.0, 1.0, 0.005, 0.0);
     assert_eq!(mv, None, "a non-finite score takes no part");
+}
+
+#[test]
+fn scores_within_the_dead_band_move_nothing() {
+    // Largest/smallest = 1.4: inside a band of 0.5, outside one of 0.3.
+    let mut w = vec![0.5, 0.5];
+    assert_eq!(
+        proportion_step(&mut w, &[1.0, 1.4], 1.0, 1.0, 0.005, 0.5),
+        None
+    );
+    assert_eq!(w, [0.5, 0.5]);
+    let mv = proportion_step(&mut w, &[1.0, 1.4], 1.0, 1.0, 0.005, 0.3).unwrap();
+    // Outside the band the move is eq. 3.8's whole step, (D - D^2)*K = 1/4 at D = 1/2.
+    assert_eq!((mv.reduced, mv.increased), (0, 1));
+    assert_close(mv.delta, 0.25, 1e-15, "step");
+    assert_eq!(w, [0.25, 0.75]);
+}
+
+#[test]
+fn a_controller_with_a_dead_band_holds_its_weights_inside_it() {
+    // Equal RTTs and weights, so T_wr is in the ratio of the bytes measured: 1.8 here.
+    let vs = views(&[0.1, 0.1], MSS);
+    let paths = Paths(&vs);
+    for (band, moves) in [(1.0, false), (0.5, true), (0.0, true)] {
+        let cfg = BmcConfig::new()
+            .tolerance(band)
+            .period(Duration::from_millis(200));
+        assert_eq!(cfg.dead_band(), band);
+        let mut c = bmc(cfg, 2);
+        c.force_measurement(0, Instant::ZERO, 18_000);
+        c.force_measurement(1, Instant::ZERO, 10_000);
+        c.on_ack(PathId(0), &ack_at(at(200), 0), &paths);
+        assert_close(
+            c.metrics(PathId(0)).score.unwrap() / c.metrics(PathId(1)).score.unwrap(),
+            1.8,
+            1e-12,
+            "score ratio",
+        );
+        let want: &[f64] = if moves { &[0.75, 0.25] } else { &[0.5, 0.5] };
+        assert_eq!(c.last_move().is_some(), moves, "band {band}");
+        assert_weights(&weights(&c, 2), want, 1e-15);
+    }
 }
 
 #[test]
@@ -325,7 +370,7 @@ proptest! {
         rebalance(&mut w, p, d_min);
         for scores in &rounds {
             let before: f64 = w.iter().sum();
-            let _ = proportion_step(&mut w, &scores[..n], k, p, d_min);
+            let _ = proportion_step(&mut w, &scores[..n], k, p, d_min, 0.0);
             let after: f64 = w.iter().sum();
             prop_assert!((after - before).abs() <= 1e-12, "step changed Σ D: {before} → {after}");
             prop_assert!((after - p).abs() <= 1e-12, "Σ D = {after}, P = {p}");
@@ -591,6 +636,14 @@ fn bad_configurations_name_the_parameter_value_and_range() {
     assert!(e.to_string().contains("P = 1 (within 0.000000001)"), "{e}");
     let e = BmcConfig::new().k(4.0).validate().unwrap_err();
     assert!(e.to_string().ends_with("(allowed: 0 < K < 4)"), "{e}");
+    for bad in [-0.1, 10.5, f64::NAN] {
+        let e = BmcConfig::new().tolerance(bad).validate().unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("tolerance"), "{msg}");
+        assert!(msg.ends_with("(allowed: 0 <= tolerance <= 10)"), "{msg}");
+    }
+    assert!(BmcConfig::new().tolerance(0.0).validate().is_ok());
+    assert!(BmcConfig::new().tolerance(10.0).validate().is_ok());
     // Within the tolerance is fine, beyond it is not.
     assert!(BmcConfig::new()
         .weights(&[0.6, 0.4 + 5e-10])
