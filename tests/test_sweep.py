@@ -180,6 +180,28 @@ def test_an_invalid_base_file_is_a_scenario_error(tmp_path: Path) -> None:
         load_plan(syntax)
 
 
+def test_multi_line_inline_tables_read_as_the_simulator_reads_them(tmp_path: Path) -> None:
+    # TOML 1.1 lets an inline table span lines; the simulator accepts it, so sweeps must too.
+    one_line = (
+        'queue = { type = "red", limit = "40pkt", min_th = 3, max_th = 12, max_p = 0.1, '
+        "w_q = 0.002 }"
+    )
+    assert one_line in SMALL
+    spread = one_line.replace("{ ", "{\n  ").replace(", ", ",\n  ")
+    text = SMALL.replace(one_line, spread) + "\n[sweep]\nseeds = 1\n"
+    p = load_plan(write_scenario(tmp_path, text, "spread.toml"))
+    flat = load_plan(write_scenario(tmp_path, SMALL + "\n[sweep]\nseeds = 1\n", "flat.toml"))
+    assert [pt.text for pt in p.points] == [pt.text for pt in flat.points]
+
+
+def test_toml_loads_gives_plain_python_values() -> None:
+    doc = pathweave._core.toml_loads('a = 1\nb = 2.5\nc = "x"\nd = [true, {e = 1979-05-27}]\n')
+    assert doc == {"a": 1, "b": 2.5, "c": "x", "d": [True, {"e": "1979-05-27"}]}
+    with pytest.raises(pathweave.ScenarioError, match=r"t\.toml: not valid TOML") as info:
+        pathweave._core.toml_loads("a = ", "t.toml")
+    assert info.value.file == "t.toml"
+
+
 def test_set_applies_to_every_point_and_several_files_add_a_scenario_param(
     tmp_path: Path,
 ) -> None:

@@ -8,7 +8,7 @@ unit (``goodput_bps``, ``time_s``).
 """
 
 import os
-from typing import Final, TypeAlias, TypedDict, final
+from typing import Any, Final, TypeAlias, TypedDict, final
 
 __all__ = [
     "PathweaveError",
@@ -86,6 +86,10 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
 
 def parse_scenario(text: str, label: str = "<string>") -> Scenario:
     """Validate scenario text; ``label`` names it in error messages. Raises ScenarioError."""
+
+def toml_loads(text: str, label: str = "<string>") -> dict[str, Any]:
+    """TOML text as dicts, lists, str, int, float and bool, read by the simulator's own
+    parser (TOML 1.1: multi-line inline tables allowed). Raises ScenarioError."""
 
 @final
 class Simulation:

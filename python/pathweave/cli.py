@@ -357,11 +357,9 @@ def _number(x: float, spec: str) -> str:
 
 def _has_sweep(path: Path) -> bool:
     """Whether the file parses as TOML with a top-level ``[sweep]`` table."""
-    import tomllib
-
     try:
-        return "sweep" in tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "sweep" in _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, ScenarioError):
         return False  # the ordinary loader reports what is wrong
 
 

@@ -14,7 +14,6 @@ import os
 import shutil
 import sys
 import tempfile
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import tomli_w
 from rich.console import Console
 from rich.table import Table
 
+from pathweave import _core
 from pathweave._core import PathweaveError, ScenarioError
 from pathweave.api import Result, parse, run
 
@@ -89,7 +89,7 @@ def compare(
 ) -> Comparison:
     """Run `scenario` once per algorithm in `algorithms` for the flow named `flow`."""
     path = Path(scenario)
-    doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    doc = _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
     results: dict[str, Result] = {}
     for alg in algorithms:
         text = tomli_w.dumps(_with_algorithm(doc, flow, alg))
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     try:
         c = compare(args.scenario, args.flow, algorithms, args.seed)
-    except (ScenarioError, ValueError, OSError, tomllib.TOMLDecodeError) as e:
+    except (ScenarioError, ValueError, OSError) as e:
         print(f"pathweave compare: {e}", file=sys.stderr)
         return 2
     except PathweaveError as e:

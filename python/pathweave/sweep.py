@@ -43,7 +43,6 @@ import shutil
 import signal
 import sys
 import time
-import tomllib
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -292,11 +291,7 @@ def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     except (OSError, UnicodeDecodeError):
         _core.load_scenario(path)  # raises the simulator's own "cannot read" error
         raise
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        parse(text, label)  # the simulator's message names the line; it raises here
-        raise SweepError(f"{label}: not valid TOML: {e}") from None
+    doc = _core.toml_loads(text, label)  # the simulator's parser; raises ScenarioError
     table = doc.pop(SWEEP_TABLE, None)
     if table is not None and not isinstance(table, dict):
         raise SweepError(f"{label}: sweep = {_show(table)}: must be a table")

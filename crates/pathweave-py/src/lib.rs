@@ -3,6 +3,7 @@
 //! Glue only: no simulation logic lives here. The module exposes
 //! * `load_scenario(path)` and `parse_scenario(text, label)` returning a [`Scenario`];
 //! * `Simulation(scenario, seed)`, advanced in steps with the interpreter released;
+//! * `toml_loads(text, label)`, TOML through the simulator's own parser ([`toml_doc`]);
 //! * `PathweaveError` and its subclass `ScenarioError` (see [`errors`]).
 //!
 //! Results cross as dicts of columns ([`results`]); the typed facade in `python/pathweave`
@@ -15,6 +16,7 @@ mod errors;
 mod results;
 mod scenario;
 mod simulation;
+mod toml_doc;
 
 use pyo3::prelude::*;
 
@@ -29,5 +31,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simulation::PySimulation>()?;
     m.add_function(wrap_pyfunction!(scenario::load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::parse_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(toml_doc::toml_loads, m)?)?;
     Ok(())
 }
