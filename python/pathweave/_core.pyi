@@ -18,6 +18,7 @@ __all__ = [
     "__version__",
     "load_scenario",
     "parse_scenario",
+    "toml_loads",
 ]
 
 __version__: Final[str]

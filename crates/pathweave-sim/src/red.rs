@@ -12,10 +12,79 @@
 //!   `p_a = p_b/(2−count·p_b)` while `< 2`, else 1; without `wait`, `p_a = p_b/(1−count·p_b)`.
 //!   In byte mode `count` is bytes/mean_pktsize and `p_a` is scaled by size/mean_pktsize.
 //! * The first arrival after `avg` crosses min_th is never dropped; `count` restarts at every
-//!   drop, and only when the instantaneous queue holds more than one packet is a drop considered.
+//!   drop, and a drop is considered only when the instantaneous queue length exceeds 1 — one
+//!   packet in packet mode, one byte (any waiting packet) in byte mode, as ns-2 compares its
+//!   byte count there.
 //! * The hard limit (`qlen ≥ limit`) is a forced drop.
+//!
+//! # ns-2.35's automatic parameters
+//!
+//! ns-2.35 (2011, the last ns-2 release) no longer ships fixed thresholds and weight: its
+//! defaults ask `REDQueue` to derive them from the link when the queue is attached to it.
+//! The rules below were read from ns-2.35's sources as kept in two public research forks
+//! (each adds its own, unrelated extensions; the functions cited are the same in both):
+//! `ZorroTimaxYan/Redsims`, `ns-allinone-2.35/ns-2.35/queue/red.cc`, and
+//! `gaokaihui/ns2-tso`, `ns-2.35/queue/red.cc` (both red.cc revision 1.90, 2011) —
+//! `REDQueue::initialize_params`, the `link` command, `reset` and `enque`; the Queue/RED
+//! defaults from `ZorroTimaxYan/Redsims`, `ns-allinone-2.35/ns-2.35/tcl/lib/ns-default.tcl`
+//! (revision 1.388); and `Simulator instproc simplex-link` in the same repository's
+//! `ns-allinone-2.35/ns-2.35/tcl/lib/ns-lib.tcl`, which calls `link` for every RED queue:
+//!
+//! * `ptc = bandwidth / (8·mean_pktsize_)`, packets of the mean size per second, taken from
+//!   the link's bandwidth when the queue is attached (`link` command); the link's propagation
+//!   delay is taken at the same moment. A later bandwidth change does not re-derive the
+//!   thresholds or the weight, in ns-2 or here.
+//! * `thresh_ = 0` (the default since December 2001, chosen for automatic configuration):
+//!   `min_th = max(5, targetdelay_·ptc / 2)` packets, `targetdelay_` defaulting to 5 ms.
+//! * `maxthresh_ = 0` (default): `max_th = 3·min_th`.
+//! * `q_weight_ = -1` (default): an RTT guess `rtt = max(0.1 s, 3·(delay + 1/ptc))` and
+//!   `w_q = 1 − exp(−1/(10·rtt·ptc))`, so the average's time constant is about ten such RTTs.
+//!   (`q_weight_ = 0` would give `1 − exp(−1/ptc)` and `−2` `1 − exp(−10/ptc)`; not offered.)
+//! * Thresholds stay in packets of `mean_pktsize_`; with `queue_in_bytes_` they, and the
+//!   limit (`limit_`, in packets), are multiplied by `mean_pktsize_` to compare with the byte
+//!   length of the queue — so in byte mode a limit of N holds N·mean_pktsize_ bytes, whatever
+//!   the real packet size.
+//! * Other Queue/RED defaults of ns-2.35: `mean_pktsize_ 500`, `bytes_ true` and
+//!   `queue_in_bytes_ true` (both since 10/11/2004: byte mode), `linterm_ 10` (max_p 0.1),
+//!   `gentle_ true`, `wait_ true`, `setbit_ false`, `adaptive_ 0`, `cautious_ 0`,
+//!   `drop_tail_ true`, `use_mark_p_ true` with `mark_p_ 0.1`; `Queue set limit_ 50`.
+//!   `use_mark_p_` only removes the "forced" label above 2·max_th (the drop then comes from
+//!   `p_a = 1` instead, except for the rare first arrival after `old` was reset), which this
+//!   model does not distinguish.
+//!
+//! [`auto_min_th`], [`auto_max_th`] and [`auto_w_q`] state these rules; the scenario reader
+//! applies them for `min_th = "auto"`, `max_th = "auto"`, `w_q = "auto"`.
 
-use pathweave_cc::{Bandwidth, Instant};
+use pathweave_cc::{Bandwidth, Duration, Instant};
+
+/// ns-2.35's `targetdelay_` default, which `min_th = "auto"` aims the queue at: 5 ms.
+pub const NS2_TARGET_DELAY: Duration = Duration::from_millis(5);
+
+/// ns-2's packet time constant: packets of `mean_pktsize` bytes the link sends per second.
+pub fn packet_time_constant(rate: Bandwidth, mean_pktsize: u32) -> f64 {
+    rate.bps() as f64 / (8.0 * mean_pktsize as f64)
+}
+
+/// ns-2.35's automatic lower threshold (packets of `mean_pktsize`): half the queue that
+/// `target_delay` drains at the link rate, but never below 5 packets.
+pub fn auto_min_th(rate: Bandwidth, mean_pktsize: u32, target_delay: Duration) -> f64 {
+    let half_target = target_delay.as_secs_f64() * packet_time_constant(rate, mean_pktsize) / 2.0;
+    half_target.max(5.0)
+}
+
+/// ns-2.35's automatic upper threshold: three times the lower one.
+pub fn auto_max_th(min_th: f64) -> f64 {
+    3.0 * min_th
+}
+
+/// ns-2.35's automatic EWMA weight (`q_weight_ = -1`) for a link of `rate` and one-way
+/// propagation `delay`: the RTT is guessed as three times the delay plus one packet time, at
+/// least 100 ms, and the weight makes the average's time constant ten such RTTs of packets.
+pub fn auto_w_q(rate: Bandwidth, mean_pktsize: u32, delay: Duration) -> f64 {
+    let ptc = packet_time_constant(rate, mean_pktsize);
+    let rtt_guess = (3.0 * (delay.as_secs_f64() + 1.0 / ptc)).max(0.1);
+    -(-1.0 / (10.0 * rtt_guess * ptc)).exp_m1()
+}
 
 /// RED parameters. Thresholds and the limit are in packets; in byte mode they are scaled by
 /// `mean_pktsize`, as ns-2 does.
@@ -123,7 +192,7 @@ impl Red {
     pub fn new(p: RedParams, rate: Bandwidth) -> Self {
         let scale = if p.bytes { p.mean_pktsize as f64 } else { 1.0 };
         Red {
-            ptc: rate.bps() as f64 / (8.0 * p.mean_pktsize as f64),
+            ptc: packet_time_constant(rate, p.mean_pktsize),
             th_min: p.min_th * scale,
             th_max: p.max_th * scale,
             qlim: p.limit as f64 * scale,
@@ -137,7 +206,7 @@ impl Red {
 
     /// The link rate changed: the idle-decay rate follows it.
     pub fn set_rate(&mut self, rate: Bandwidth) {
-        self.ptc = rate.bps() as f64 / (8.0 * self.p.mean_pktsize as f64);
+        self.ptc = packet_time_constant(rate, self.p.mean_pktsize);
     }
 
     /// The average queue (packets, or bytes in byte mode).
@@ -177,7 +246,7 @@ impl Red {
         self.count_bytes += size as u64;
 
         let mut verdict = Verdict::Enqueue;
-        if self.avg >= self.th_min && q_pkts > 1 {
+        if self.avg >= self.th_min && qlen > 1.0 {
             let hard = if self.p.gentle {
                 2.0 * self.th_max
             } else {
@@ -227,6 +296,51 @@ impl Red {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn automatic_parameters_follow_ns2_35() {
+        // 10 Mbps, 500-byte mean packets: 10e6 / 4000 = 2500 packets/s.
+        let rate = Bandwidth::from_bps(10_000_000);
+        assert!((packet_time_constant(rate, 500) - 2500.0).abs() < 1e-9);
+        // 5 ms of 2500 packets/s = 12.5 packets; half of it, 6.25, is above the floor of 5.
+        let min_th = auto_min_th(rate, 500, NS2_TARGET_DELAY);
+        assert!((min_th - 6.25).abs() < 1e-12, "{min_th}");
+        assert!((auto_max_th(min_th) - 18.75).abs() < 1e-12);
+        // One-way 20 ms: 3·(0.020 + 1/2500) = 0.0612 s is below the 100 ms floor, so
+        // w_q = 1 − e^(−1/(10·0.1·2500)) = 1 − e^(−1/2500) ≈ 3.9992e-4.
+        let w_q = auto_w_q(rate, 500, Duration::from_millis(20));
+        let expected = 1.0 - (-1.0f64 / 2500.0).exp();
+        assert!((w_q - expected).abs() < 1e-15, "{w_q} vs {expected}");
+        assert!((w_q - 3.9992e-4).abs() < 1e-8);
+        // A longer target delay raises min_th: 20 ms → 50 packets → 25.
+        let long = auto_min_th(rate, 500, Duration::from_millis(20));
+        assert!((long - 25.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn automatic_parameters_floor_and_long_links() {
+        // 1 Mbps: 250 packets/s of 500 B, half a 5 ms queue is 0.625 packets: the floor of 5.
+        assert_eq!(
+            auto_min_th(Bandwidth::from_bps(1_000_000), 500, NS2_TARGET_DELAY),
+            5.0
+        );
+        // 32 Mbps, 90 ms one way, 500 B: ptc 8000, RTT guess 3·(0.09 + 1/8000) = 0.270375 s
+        // (above the floor), w_q = 1 − e^(−1/(10·0.270375·8000)) = 1 − e^(−1/21630).
+        let w_q = auto_w_q(
+            Bandwidth::from_bps(32_000_000),
+            500,
+            Duration::from_millis(90),
+        );
+        let expected = 1.0 - (-1.0f64 / 21_630.0).exp();
+        assert!((w_q - expected).abs() < 1e-15, "{w_q} vs {expected}");
+        // The mean packet size enters through ptc: 1000 B halves it and doubles w_q (nearly).
+        let big = auto_w_q(
+            Bandwidth::from_bps(10_000_000),
+            1000,
+            Duration::from_millis(20),
+        );
+        assert!((big - (1.0 - (-1.0f64 / 1250.0).exp())).abs() < 1e-15);
+    }
 
     #[test]
     fn base_probability_follows_the_ns2_piecewise_line() {
@@ -314,6 +428,50 @@ mod tests {
             red.on_arrival(Instant(0), 10, 0, 1000, None, &mut draw),
             Verdict::Enqueue
         );
+    }
+
+    #[test]
+    fn one_waiting_packet_is_enough_for_a_drop_in_byte_mode_only() {
+        // min_th 1, max_th 3 packets of 500 B: 500 and 1500 B. One 1000 B packet waiting
+        // gives avg 1000 B (w_q 1) and p_b = (1000 − 500)/1000 = 0.5.
+        let p = RedParams {
+            min_th: 1.0,
+            max_th: 3.0,
+            w_q: 1.0,
+            max_p: 1.0,
+            bytes: true,
+            mean_pktsize: 500,
+            ..RedParams::default()
+        };
+        let mut red = Red::new(p, Bandwidth::from_bps(1));
+        let mut draw = || 0.3;
+        // ns-2 compares the byte length with 1: the first arrival only sets `old` ...
+        assert_eq!(
+            red.on_arrival(Instant(0), 1, 1000, 1000, None, &mut draw),
+            Verdict::Enqueue
+        );
+        // ... the second has count_bytes 2000 → count 4, count·p_b = 2 → p_a = 1.
+        assert_eq!(
+            red.on_arrival(Instant(0), 1, 1000, 1000, None, &mut draw),
+            Verdict::EarlyDrop
+        );
+        // In packet mode one waiting packet never allows a drop.
+        let mut red = Red::new(
+            RedParams {
+                min_th: 0.5,
+                max_th: 1.5,
+                w_q: 1.0,
+                max_p: 1.0,
+                ..RedParams::default()
+            },
+            Bandwidth::from_bps(1),
+        );
+        for _ in 0..3 {
+            assert_eq!(
+                red.on_arrival(Instant(0), 1, 1000, 1000, None, &mut draw),
+                Verdict::Enqueue
+            );
+        }
     }
 
     #[test]

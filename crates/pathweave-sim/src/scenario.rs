@@ -509,6 +509,30 @@ impl Reader<'_> {
         Ok(x as u64)
     }
 
+    /// A number, or the string "auto" (`None`): a RED setting ns-2.35 can derive itself.
+    fn number_or_auto(&self, field: &str, v: &Value, what: &str) -> R<Option<f64>> {
+        match v {
+            Value::String(s) if s.trim() == "auto" => Ok(None),
+            Value::String(s) => eval(s).map(Some).map_err(|e| {
+                self.invalid(
+                    field,
+                    v,
+                    format!("{e}; expected {what} or \"auto\" (ns-2.35's automatic rule)"),
+                )
+            }),
+            Value::Integer(i) => Ok(Some(*i as f64)),
+            Value::Float(f) => Ok(Some(*f)),
+            _ => Err(self.invalid(
+                field,
+                v,
+                format!(
+                    "expected {what} or \"auto\" (ns-2.35's automatic rule), found {}",
+                    type_name(v)
+                ),
+            )),
+        }
+    }
+
     fn probability(&self, field: &str, v: &Value) -> R<f64> {
         let p = self.number(field, v)?;
         if !(0.0..=1.0).contains(&p) {
@@ -737,7 +761,7 @@ impl Reader<'_> {
         })
     }
 
-    fn queue(&self, v: &Value, path: &str, rate: Bandwidth) -> R<QueueSpec> {
+    fn queue(&self, v: &Value, path: &str, rate: Bandwidth, delay: Duration) -> R<QueueSpec> {
         let t = self.table(path, v)?;
         let kind = match t.get("type") {
             Some(k) => self.string(&join(path, "type"), k)?,
@@ -745,7 +769,6 @@ impl Reader<'_> {
                 return Err(self.missing(&join(path, "type"), "give type = \"droptail\" or \"red\""))
             }
         };
-        let _ = rate;
         match kind {
             "droptail" => {
                 self.check_keys(t, path, &["type", "limit"])?;
@@ -770,6 +793,7 @@ impl Reader<'_> {
                         "wait",
                         "mode",
                         "mean_pkt_size",
+                        "target_delay",
                     ],
                 )?;
                 let mut p = RedParams::default();
@@ -785,19 +809,43 @@ impl Reader<'_> {
                         }
                     }
                 }
-                if let Some(v) = t.get("min_th") {
-                    p.min_th = self.number(&join(path, "min_th"), v)?;
-                }
-                if let Some(v) = t.get("max_th") {
-                    p.max_th = self.number(&join(path, "max_th"), v)?;
-                }
+                // `None` stands for "auto": ns-2.35's rule, resolved below from this link's
+                // rate and delay once mean_pkt_size is known (see red.rs).
+                let threshold = |key: &str, default: f64| -> R<Option<f64>> {
+                    match t.get(key) {
+                        Some(v) => self.number_or_auto(&join(path, key), v, "a number of packets"),
+                        None => Ok(Some(default)),
+                    }
+                };
+                let min_th = threshold("min_th", p.min_th)?;
+                let max_th = threshold("max_th", p.max_th)?;
                 if let Some(v) = t.get("max_p") {
                     p.max_p = self.probability(&join(path, "max_p"), v)?;
                 }
-                if let Some(v) = t.get("w_q") {
-                    p.w_q = self.probability(&join(path, "w_q"), v)?;
-                    if p.w_q == 0.0 {
-                        return Err(self.invalid(&join(path, "w_q"), v, "w_q must be in (0, 1]"));
+                let w_q = match t.get("w_q") {
+                    Some(v) => {
+                        let w = self.number_or_auto(&join(path, "w_q"), v, "a weight in (0, 1]")?;
+                        if w.is_some_and(|w| !(w > 0.0 && w <= 1.0)) {
+                            return Err(self.invalid(
+                                &join(path, "w_q"),
+                                v,
+                                "w_q must be in (0, 1], or \"auto\" for ns-2.35's rule",
+                            ));
+                        }
+                        w
+                    }
+                    None => Some(p.w_q),
+                };
+                let mut target_delay = crate::red::NS2_TARGET_DELAY;
+                if let Some(v) = t.get("target_delay") {
+                    target_delay = self.positive_time(&join(path, "target_delay"), v)?;
+                    if min_th.is_some() {
+                        return Err(self.invalid(
+                            &join(path, "target_delay"),
+                            v,
+                            "target_delay only sets min_th = \"auto\" (ns-2.35's targetdelay_); \
+                             give min_th = \"auto\" or drop target_delay",
+                        ));
                     }
                 }
                 if let Some(v) = t.get("gentle") {
@@ -822,6 +870,11 @@ impl Reader<'_> {
                 if let Some(v) = t.get("mean_pkt_size") {
                     p.mean_pktsize = self.small_size(&join(path, "mean_pkt_size"), v, 65_535)?;
                 }
+                let any_auto = min_th.is_none() || max_th.is_none() || w_q.is_none();
+                p.min_th = min_th
+                    .unwrap_or_else(|| crate::red::auto_min_th(rate, p.mean_pktsize, target_delay));
+                p.max_th = max_th.unwrap_or_else(|| crate::red::auto_max_th(p.min_th));
+                p.w_q = w_q.unwrap_or_else(|| crate::red::auto_w_q(rate, p.mean_pktsize, delay));
                 if !(p.min_th >= 0.0 && p.max_th > p.min_th) {
                     let v = t
                         .get("max_th")
@@ -832,8 +885,14 @@ impl Reader<'_> {
                         &join(path, "max_th"),
                         &v,
                         format!(
-                            "need 0 ≤ min_th < max_th (min_th = {}, max_th = {})",
-                            p.min_th, p.max_th
+                            "need 0 ≤ min_th < max_th (min_th = {}, max_th = {}{})",
+                            p.min_th,
+                            p.max_th,
+                            if any_auto {
+                                ", with \"auto\" resolved for this link"
+                            } else {
+                                ""
+                            }
                         ),
                     ));
                 }
@@ -905,7 +964,7 @@ impl Reader<'_> {
             }
         };
         let queue = match t.get("queue") {
-            Some(v) => self.queue(v, &join(path, "queue"), rate)?,
+            Some(v) => self.queue(v, &join(path, "queue"), rate, delay)?,
             None => QueueSpec::DropTail(crate::link::Limit::Packets(50)),
         };
         let loss = |key: &str| -> R<LossModel> {

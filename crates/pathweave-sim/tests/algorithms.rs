@@ -149,7 +149,11 @@ fn bmc_and_aimd_parameter_mistakes_are_named() {
         ("k = 4", "flow[0].algorithm", "k = 4"),
         ("k = 0", "flow[0].algorithm", "k = 0"),
         ("period = \"0s\"", "flow[0].period", "greater than zero"),
-        ("tolerance = -0.5", "flow[0].algorithm", "0 <= tolerance <= 10"),
+        (
+            "tolerance = -0.5",
+            "flow[0].algorithm",
+            "0 <= tolerance <= 10",
+        ),
         ("tolerance = 12", "flow[0].algorithm", "tolerance = 12"),
         (
             "weights = [0.5, 0.5]\nrate_hints = [1, 3]",

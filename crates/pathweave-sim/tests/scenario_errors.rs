@@ -184,3 +184,100 @@ path = ["a{i}"]
     assert_eq!(sc.flows[2].subflows[0].path[0].link, 2);
     assert_eq!(sc.flows[2].group, "f");
 }
+
+fn red_of(queue: &str, rate: &str, delay: &str) -> Result<pathweave_sim::red::RedParams, String> {
+    let text = GOOD
+        .replacen("rate = \"10Mbps\"", &format!("rate = \"{rate}\""), 1)
+        .replacen(
+            "delay = \"10ms\"",
+            &format!("delay = \"{delay}\"\nqueue = {queue}"),
+            1,
+        );
+    let sc = Scenario::parse(&text, "bad.toml", "bad").map_err(|e| e.to_string())?;
+    match &sc.links[0].forward.queue {
+        pathweave_sim::link::QueueSpec::Red(p) => Ok(*p),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn red_auto_parameters_resolve_from_the_link() {
+    // ns-2.35: ptc = rate / (8 · mean_pkt_size); min_th = max(5, target_delay · ptc / 2);
+    // max_th = 3 · min_th; w_q = 1 − exp(−1 / (10 · max(0.1 s, 3 · (delay + 1/ptc)) · ptc)).
+    let auto = r#"{ type = "red", min_th = "auto", max_th = "auto", w_q = "auto", mode = "bytes", mean_pkt_size = "500B" }"#;
+    let p = red_of(auto, "40Mbps", "30ms").unwrap();
+    let ptc = 40e6 / (8.0 * 500.0); // 10 000 packets/s
+    assert!((p.min_th - 0.005 * ptc / 2.0).abs() < 1e-9, "{p:?}"); // 25
+    assert!((p.max_th - 75.0).abs() < 1e-9, "{p:?}");
+    let rtt: f64 = 3.0 * (0.030 + 1.0 / ptc); // 0.0903 s, below the 100 ms floor
+    assert!(rtt < 0.1);
+    assert!((p.w_q - (1.0 - (-1.0 / (10.0 * 0.1 * ptc)).exp())).abs() < 1e-15);
+    assert!(p.bytes && p.mean_pktsize == 500);
+
+    // A long link: the RTT guess exceeds 100 ms and sets w_q; target_delay moves min_th.
+    let q = r#"{ type = "red", min_th = "auto", max_th = "auto", w_q = "auto", target_delay = "20ms" }"#;
+    let p = red_of(q, "32Mbps", "90ms").unwrap();
+    let ptc = 32e6 / (8.0 * 500.0); // the default mean packet, 500 B: 8000 packets/s
+    assert!((p.min_th - 0.020 * ptc / 2.0).abs() < 1e-9, "{p:?}"); // 80
+    assert!((p.max_th - 240.0).abs() < 1e-9, "{p:?}");
+    let rtt = 3.0 * (0.090 + 1.0 / ptc);
+    assert!((p.w_q - (1.0 - (-1.0 / (10.0 * rtt * ptc)).exp())).abs() < 1e-15);
+
+    // Slow links keep the floor of 5 packets; "auto" max_th follows a given min_th.
+    let p = red_of(r#"{ type = "red", min_th = "auto" }"#, "1Mbps", "10ms").unwrap();
+    assert_eq!((p.min_th, p.max_th, p.w_q), (5.0, 15.0, 0.002));
+    let p = red_of(
+        r#"{ type = "red", min_th = 8, max_th = "auto" }"#,
+        "1Mbps",
+        "10ms",
+    )
+    .unwrap();
+    assert_eq!((p.min_th, p.max_th), (8.0, 24.0));
+}
+
+#[test]
+fn red_auto_mistakes_name_what_is_allowed() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            r#"{ type = "red", min_th = "automatic" }"#,
+            &["link[0].queue.min_th", "automatic", "\"auto\""],
+        ),
+        (
+            r#"{ type = "red", max_th = true }"#,
+            &["link[0].queue.max_th", "a number of packets or \"auto\""],
+        ),
+        (
+            r#"{ type = "red", w_q = 0 }"#,
+            &["link[0].queue.w_q", "(0, 1]", "\"auto\""],
+        ),
+        (
+            r#"{ type = "red", w_q = "Auto" }"#,
+            &["link[0].queue.w_q", "\"auto\""],
+        ),
+        (
+            r#"{ type = "red", target_delay = "10ms" }"#,
+            &["link[0].queue.target_delay", "min_th = \"auto\""],
+        ),
+        (
+            r#"{ type = "red", min_th = "auto", target_delay = "0ms" }"#,
+            &["link[0].queue.target_delay", "greater than zero"],
+        ),
+        (
+            // 40 Mbps: the automatic min_th is 25, above the given max_th.
+            r#"{ type = "red", min_th = "auto", max_th = 20 }"#,
+            &[
+                "link[0].queue.max_th",
+                "min_th < max_th",
+                "min_th = 25",
+                "\"auto\" resolved",
+            ],
+        ),
+    ];
+    for (queue, needles) in cases {
+        let msg = red_of(queue, "40Mbps", "10ms").unwrap_err();
+        assert!(msg.starts_with("bad.toml"), "{msg}");
+        for n in *needles {
+            assert!(msg.contains(n), "message {msg:?} lacks {n:?}");
+        }
+    }
+}

@@ -59,7 +59,8 @@ def metrics(run: RunRecord) -> Mapping[str, float]:
         out[f"loss{i}_pct"] = 100 * drops / float(row["arrivals"].iloc[0])
     ls = run.link_series
     for i in (1, 2):
-        q = ls[ls["link"] == i - 1]["queue_packets"]
+        # link_series' `link` is the row of the links table: 2k is link k's forward direction.
+        q = ls[ls["link"] == 2 * (i - 1)]["queue_packets"]
         out[f"queue{i}_mean_packets"] = float(q.mean()) if len(q) else float("nan")
     return out
 
