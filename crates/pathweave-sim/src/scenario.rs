@@ -11,7 +11,7 @@ use crate::red::RedParams;
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
 use pathweave_cc::cc::multipath::{
     Algorithm, AnyMultipathController, Arithmetic, ConfigError, Counting, MultipathConfig,
-    Uncoupled, WindowConfig,
+    Period as BmcPeriod, Uncoupled, WindowConfig,
 };
 use pathweave_cc::cc::{AnyController, RenoConfig, VenoConfig, WestwoodConfig};
 use pathweave_cc::rtt::RtoConfig;
@@ -174,6 +174,8 @@ pub struct TcpSettings {
     pub receive_buffer: Option<u64>,
     /// How a multipath connection spreads new data over its subflows.
     pub scheduler: SchedulerKind,
+    /// Limited transmit (RFC 3042).
+    pub limited_transmit: bool,
 }
 
 impl TcpSettings {
@@ -191,6 +193,7 @@ impl TcpSettings {
             delayed_ack: self.delayed_ack,
             recovery: self.recovery,
             dupthresh: 3,
+            limited_transmit: self.limited_transmit,
             receive_buffer: self
                 .receive_buffer
                 .map(|b| b.div_ceil(self.mss as u64).clamp(1, u32::MAX as u64 - 1) as u32),
@@ -201,7 +204,9 @@ impl TcpSettings {
 
 impl Default for TcpSettings {
     /// ns-2-like defaults: 1000-byte segments, 40-byte headers and ACKs, initial window 2,
-    /// minimum RTO 200 ms, an ACK for every segment, NewReno recovery.
+    /// minimum RTO 200 ms, an ACK for every segment, NewReno recovery, no limited transmit
+    /// (RFC 3042 is on in Linux, ns-3 and ns-2 — `singledup_ 1` — but the reproductions were
+    /// validated without it; README, "Limited transmit").
     fn default() -> Self {
         TcpSettings {
             mss: 1000,
@@ -213,6 +218,7 @@ impl Default for TcpSettings {
             recovery: Recovery::NewReno,
             receive_buffer: None,
             scheduler: SchedulerKind::MinRtt,
+            limited_transmit: false,
         }
     }
 }
@@ -1181,6 +1187,9 @@ impl Reader<'_> {
                 _ => return Err(self.invalid(&f, v, "allowed: \"minrtt\", \"roundrobin\"")),
             };
         }
+        if let Some(v) = t.get("limited_transmit") {
+            s.limited_transmit = self.boolean(&join(path, "limited_transmit"), v)?;
+        }
         if let Some(v) = t.get("recovery") {
             let f = join(path, "recovery");
             s.recovery = match self.string(&f, v)? {
@@ -1382,6 +1391,7 @@ impl Reader<'_> {
         } else {
             let cfg = self.tcp_settings(t, path, *tcp)?;
             let control = self.control(t, path, &cfg)?;
+            self.check_bmc_period(t, path, &control, &subflows, links)?;
             let traffic = match traffic_v {
                 Some(v) => self.traffic(v, &join(path, "traffic"))?,
                 None => Traffic::Bulk,
@@ -1400,6 +1410,67 @@ impl Reader<'_> {
             start: Instant(start.as_nanos()),
             stop,
         })
+    }
+
+    /// BMC §3.2: J must hold at least one congestion epoch, so at least one round trip. The
+    /// propagation round trip of each subflow's path (both directions of every link) is known
+    /// here; a fixed `period` below the longest is an error. (Queueing adds to the RTT at run
+    /// time, where the controller raises J to the smoothed RTT.)
+    fn check_bmc_period(
+        &self,
+        t: &Table,
+        path: &str,
+        control: &ControlSpec,
+        subflows: &[SubflowSpec],
+        links: &[LinkSpec],
+    ) -> R<()> {
+        let Control::Multipath(MultipathConfig::Bmc(b)) = &control.config else {
+            return Ok(());
+        };
+        let (BmcPeriod::Fixed(j), true) = (b.period_rule(), b.manages_proportions()) else {
+            return Ok(());
+        };
+        let rtt = |sf: &SubflowSpec| -> Duration {
+            let nanos = sf
+                .path
+                .iter()
+                .map(|h| {
+                    let l = &links[h.link];
+                    l.forward.delay.0 + l.reverse.delay.0
+                })
+                .sum();
+            Duration(nanos)
+        };
+        // The longest, the first of equals.
+        let Some((k, longest)) =
+            subflows
+                .iter()
+                .map(rtt)
+                .enumerate()
+                .reduce(|best, x| if x.1 > best.1 { x } else { best })
+        else {
+            return Ok(());
+        };
+        if j < longest {
+            let which = if t.contains_key("subflows") {
+                format!("{path}.subflows[{k}]")
+            } else {
+                format!("{path}.path")
+            };
+            let field = join(path, "period");
+            let v = t.get("period").cloned().unwrap_or(Value::Boolean(false));
+            return Err(self.invalid(
+                &field,
+                &v,
+                format!(
+                    "J must cover at least one round trip (BMC §3.2: one congestion epoch); \
+                     {which} has a propagation round trip of {} ms, so J must be at least \
+                     that (or \"auto\")",
+                    longest.as_secs_f64() * 1e3
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// `algorithm`, `arithmetic` and `counting` of a TCP flow, checked by building the
@@ -1727,4 +1798,5 @@ const TCP_KEYS: &[&str] = &[
     "min_rto",
     "delayed_ack",
     "recovery",
+    "limited_transmit",
 ];

@@ -74,6 +74,9 @@ pub struct TcpConfig {
     pub recovery: Recovery,
     /// Duplicate ACKs that trigger fast retransmit.
     pub dupthresh: u32,
+    /// Limited transmit (RFC 3042): each of the first two duplicate ACKs outside recovery
+    /// lets one new segment out beyond the window.
+    pub limited_transmit: bool,
     /// Connection-level receive buffer in segments, `None` for unlimited.
     pub receive_buffer: Option<u32>,
     /// Multipath scheduler.

@@ -149,6 +149,12 @@ fn bmc_and_aimd_parameter_mistakes_are_named() {
         ("k = 4", "flow[0].algorithm", "k = 4"),
         ("k = 0", "flow[0].algorithm", "k = 0"),
         ("period = \"0s\"", "flow[0].period", "greater than zero"),
+        // Two 10 ms links, each crossed both ways: a 20 ms propagation round trip.
+        (
+            "period = \"15ms\"",
+            "flow[0].period",
+            "flow[0].subflows[0] has a propagation round trip of 20 ms",
+        ),
         (
             "tolerance = -0.5",
             "flow[0].algorithm",
@@ -162,6 +168,17 @@ fn bmc_and_aimd_parameter_mistakes_are_named() {
         ),
         ("beta = 3", "flow[0].beta", "veno, mpveno"),
     ];
+    // A J of one round trip is accepted, and so is a short J with the manager off.
+    for ok in [
+        "period = \"20ms\"",
+        "period = \"1ms\"\nproportion_manager = false",
+    ] {
+        let text = BMC.replace("PARAMS", ok);
+        assert!(
+            pathweave_sim::Scenario::parse(&text, "t.toml", "t").is_ok(),
+            "{ok}"
+        );
+    }
     for (params, field, needle) in cases {
         let text = BMC.replace("PARAMS", params);
         let e = pathweave_sim::Scenario::parse(&text, "t.toml", "t")
@@ -259,13 +276,17 @@ fn mpveno_beats_olia_on_randomly_lossy_paths() {
 
 /// On a wired bottleneck with a BDP of buffer, a two-path MPVeno flow and a two-path OLIA
 /// flow share within [0.8, 1.25] (Fig. 6b), with β = 6 as in the paper's fairness runs;
-/// MPTCP-Westwood takes clearly more than OLIA (> 1.25).
+/// MPTCP-Westwood takes clearly more than OLIA (> 1.25). A drop-tail bottleneck has no
+/// randomness, so one run's share depends on the flows' relative phase (single 100 s runs
+/// give 0.86–1.37 for MPVeno/OLIA depending on when OLIA starts): the ratio is the mean over
+/// twelve start offsets of OLIA, 300 s each (the standard remedy for drop-tail phase effects,
+/// Floyd & Jacobson 1992).
 #[test]
 fn mpveno_shares_a_wired_bottleneck_with_olia() {
-    let text = |alg: &str| {
+    let text = |alg: &str, offset_ms: u32| {
         format!(
             r#"
-duration = "100s"
+duration = "300s"
 [tcp]
 recovery = "sack"
 [[link]]
@@ -287,14 +308,21 @@ subflows = [ {{ path = ["s0", "bn"] }}, {{ path = ["s1", "bn"] }} ]
 name = "olia"
 algorithm = "olia"
 subflows = [ {{ path = ["s2", "bn"] }}, {{ path = ["s3", "bn"] }} ]
-start = "5ms"
+start = "{offset_ms}ms"
 "#
         )
     };
-    let r = run(&scenario(&text("algorithm = \"mpveno\"\nbeta = 6")), None);
-    let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
+    let mean_ratio = |alg: &str| {
+        let ratios: Vec<f64> = (0..12)
+            .map(|k| {
+                let r = run(&scenario(&text(alg, 5 + 7 * k)), None);
+                r.flows.goodput_bps[0] / r.flows.goodput_bps[1]
+            })
+            .collect();
+        ratios.iter().sum::<f64>() / ratios.len() as f64
+    };
+    let ratio = mean_ratio("algorithm = \"mpveno\"\nbeta = 6");
     assert!((0.8..=1.25).contains(&ratio), "MPVeno / OLIA = {ratio:.3}");
-    let r = run(&scenario(&text("algorithm = \"mptcpw\"")), None);
-    let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
+    let ratio = mean_ratio("algorithm = \"mptcpw\"");
     assert!(ratio > 1.25, "MPTCPW / OLIA = {ratio:.3}");
 }

@@ -73,6 +73,11 @@ fn each_mistake_names_its_field_and_value() {
             &["flow[0].path", "at least one link"],
         ),
         (
+            "path = [\"l\"]",
+            "path = [\"l\"]\nlimited_transmit = \"yes\"",
+            &["flow[0].limited_transmit", "yes", "true or false"],
+        ),
+        (
             "name = \"f\"",
             "name = \"f\"\nalgorithm = \"cubicx\"",
             &["flow[0].algorithm", "cubicx", "reno"],

@@ -160,3 +160,41 @@ fn red_average_stays_between_the_thresholds_under_load() {
     let l = link_row(&r, "bn");
     assert!(r.links.drops_early[l] > 0, "RED made early drops");
 }
+
+/// RFC 3042 (limited transmit): with windows of a few segments, a loss often leaves fewer than
+/// three segments behind it to produce duplicate ACKs, and only a timeout recovers. Letting
+/// the first two duplicates each send a new segment restores fast retransmit in many of those
+/// cases: fewer timeouts and more goodput at 5 % random loss, where the window averages about
+/// five segments. Off, the run is the default's byte for byte.
+#[test]
+fn limited_transmit_turns_timeouts_into_fast_retransmits() {
+    let text = |lt: &str| {
+        format!(
+            r#"
+duration = "200s"
+[tcp]
+{lt}
+[[link]]
+name = "l"
+rate = "2Mbps"
+delay = "5ms"
+loss = 0.05
+queue = {{ type = "droptail", limit = "100pkt" }}
+[[flow]]
+name = "reno"
+path = ["l"]
+"#
+        )
+    };
+    let off = run(&scenario(&text("limited_transmit = false")), None);
+    let default = run(&scenario(&text("")), None);
+    assert_eq!(format!("{:?}", off.flows), format!("{:?}", default.flows));
+    let on = run(&scenario(&text("limited_transmit = true")), None);
+    let (t_off, t_on) = (off.flows.timeouts[0], on.flows.timeouts[0]);
+    assert!(
+        t_off >= 50,
+        "the small windows time out without it: {t_off}"
+    );
+    assert!(2 * t_on <= t_off, "timeouts {t_on} with, {t_off} without");
+    assert!(on.flows.goodput_bps[0] > 1.1 * off.flows.goodput_bps[0]);
+}

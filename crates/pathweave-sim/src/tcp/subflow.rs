@@ -279,9 +279,21 @@ impl Subflow {
         }
         let _ = views;
         let wnd = ((cc.window(self.pid()).0 + self.inflation) / self.mss()).max(1);
+        // RFC 3042 limited transmit: outside recovery the first two duplicate ACKs each let
+        // one *new* segment out beyond the window; cwnd is unchanged.
+        let limited = if self.cfg.limited_transmit && !self.in_recovery {
+            u64::from(self.dupacks.min(2))
+        } else {
+            0
+        };
         let mut sent_new = 0;
         loop {
-            if self.snd_nxt - self.snd_una >= wnd {
+            let extra = if self.snd_nxt >= self.snd_max {
+                limited
+            } else {
+                0
+            };
+            if self.snd_nxt - self.snd_una >= wnd + extra {
                 break;
             }
             if self.snd_nxt < self.snd_max {
