@@ -434,7 +434,13 @@ impl Reader<'_> {
         match v {
             Value::Integer(i) => Ok(*i as f64),
             Value::Float(f) => Ok(*f),
-            Value::String(s) => eval(s).map_err(|e| self.invalid(field, v, e)),
+            Value::String(s) => eval(s).map_err(|e| {
+                self.invalid(
+                    field,
+                    v,
+                    format!("{e}; expected a number or an arithmetic expression such as \"1/3\""),
+                )
+            }),
             _ => Err(self.invalid(
                 field,
                 v,

@@ -162,6 +162,11 @@ fn bmc_and_aimd_parameter_mistakes_are_named() {
         ),
         ("tolerance = 12", "flow[0].algorithm", "tolerance = 12"),
         (
+            "tolerance = \"wide\"",
+            "flow[0].tolerance",
+            "expected a number or an arithmetic expression",
+        ),
+        (
             "weights = [0.5, 0.5]\nrate_hints = [1, 3]",
             "flow[0].rate_hints",
             "not both",
