@@ -9,6 +9,7 @@ use crate::link::{LinkDirSpec, LossModel, QueueSpec};
 use crate::quantity::{eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME_UNITS};
 use crate::red::RedParams;
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
+use pathweave_cc::cc::multipath::rpmp::{RpMpDecrease, SlowStart};
 use pathweave_cc::cc::multipath::{
     Algorithm, AnyMultipathController, Arithmetic, ConfigError, Counting, MultipathConfig,
     Period as BmcPeriod, Uncoupled, WindowConfig,
@@ -127,6 +128,8 @@ const CONTROL_PARAMS: &[(&str, &[&str])] = &[
     ("period", &["bmc"]),
     ("proportion_manager", &["bmc"]),
     ("tolerance", &["bmc"]),
+    ("decrease", &["rpmp-v2"]),
+    ("slow_start", &["rpmp-v2", "mptcp-bytes"]),
 ];
 
 /// What a flow is.
@@ -1301,6 +1304,8 @@ impl Reader<'_> {
             "period",
             "proportion_manager",
             "tolerance",
+            "decrease",
+            "slow_start",
             "path",
             "subflows",
             "start",
@@ -1582,7 +1587,20 @@ impl Reader<'_> {
         Ok(ControlSpec { name, config })
     }
 
-    /// The parameters of `mpveno`, `mptcpw`, `aimd` and `bmc`.
+    /// `slow_start = "coupled" | "uncoupled"` of `rpmp-v2` and `mptcp-bytes`.
+    fn slow_start_rule(&self, t: &Table, path: &str) -> R<Option<SlowStart>> {
+        let Some(v) = t.get("slow_start") else {
+            return Ok(None);
+        };
+        let f = join(path, "slow_start");
+        match self.string(&f, v)? {
+            "coupled" => Ok(Some(SlowStart::Coupled)),
+            "uncoupled" => Ok(Some(SlowStart::Uncoupled)),
+            _ => Err(self.invalid(&f, v, "allowed: \"coupled\", \"uncoupled\"")),
+        }
+    }
+
+    /// The parameters of `mpveno`, `mptcpw`, `aimd`, `bmc`, `rpmp-v2` and `mptcp-bytes`.
     fn control_params(&self, t: &Table, path: &str, c: MultipathConfig) -> R<MultipathConfig> {
         let num = |k: &str| -> R<Option<f64>> {
             t.get(k).map(|v| self.number(&join(path, k), v)).transpose()
@@ -1628,6 +1646,26 @@ impl Reader<'_> {
                     m = m.gamma(g);
                 }
                 MultipathConfig::Mptcpw(m)
+            }
+            MultipathConfig::RpMpV2(mut m) => {
+                if let Some(v) = t.get("decrease") {
+                    let f = join(path, "decrease");
+                    m = m.decrease(match self.string(&f, v)? {
+                        "reference" => RpMpDecrease::Reference,
+                        "paper" => RpMpDecrease::Paper,
+                        _ => return Err(self.invalid(&f, v, "allowed: \"reference\", \"paper\"")),
+                    });
+                }
+                if let Some(ss) = self.slow_start_rule(t, path)? {
+                    m = m.slow_start(ss);
+                }
+                MultipathConfig::RpMpV2(m)
+            }
+            MultipathConfig::MptcpBytes(mut m) => {
+                if let Some(ss) = self.slow_start_rule(t, path)? {
+                    m = m.slow_start(ss);
+                }
+                MultipathConfig::MptcpBytes(m)
             }
             MultipathConfig::Aimd(mut m) => {
                 let (w, a, b) = (num("weight")?, num("a")?, num("b")?);

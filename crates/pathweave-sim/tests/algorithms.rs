@@ -331,3 +331,57 @@ start = "{offset_ms}ms"
     let ratio = mean_ratio("algorithm = \"mptcpw\"");
     assert!(ratio > 1.25, "MPTCPW / OLIA = {ratio:.3}");
 }
+
+/// RP-MP v2's paper decrease and the uncoupled slow start are selectable from a scenario:
+/// naming the defaults changes nothing, the alternatives change the run, and mistakes are
+/// named.
+#[test]
+fn rpmp_variants_are_selectable_from_scenarios() {
+    let text = |alg: &str, params: &str| {
+        format!(
+            r#"
+duration = "20s"
+[[link]]
+name = "a"
+rate = "10Mbps"
+delay = "10ms"
+queue = {{ type = "droptail", limit = "30pkt" }}
+[[link]]
+name = "b"
+rate = "5Mbps"
+delay = "30ms"
+queue = {{ type = "droptail", limit = "30pkt" }}
+[[flow]]
+name = "x"
+algorithm = "{alg}"
+{params}
+subflows = [ {{ path = ["a"] }}, {{ path = ["b"] }} ]
+"#
+        )
+    };
+    let trace = |alg: &str, params: &str| {
+        let r = run(&scenario(&text(alg, params)), None);
+        format!("{:?}", r.subflow_series)
+    };
+    let base = trace("rpmp-v2", "");
+    assert_eq!(
+        base,
+        trace("rpmp-v2", "decrease = \"reference\"\nslow_start = \"coupled\"")
+    );
+    assert_ne!(base, trace("rpmp-v2", "decrease = \"paper\""));
+    assert_ne!(base, trace("rpmp-v2", "slow_start = \"uncoupled\""));
+    let bytes = trace("mptcp-bytes", "");
+    assert_eq!(bytes, trace("mptcp-bytes", "slow_start = \"coupled\""));
+    assert_ne!(bytes, trace("mptcp-bytes", "slow_start = \"uncoupled\""));
+    for (alg, params, needle) in [
+        ("rpmp-v2", "decrease = \"half\"", "allowed: \"reference\", \"paper\""),
+        ("rpmp-v2", "slow_start = 1", "flow[0].slow_start"),
+        ("mptcp-bytes", "decrease = \"paper\"", "rpmp-v2"),
+        ("lia", "slow_start = \"uncoupled\"", "rpmp-v2, mptcp-bytes"),
+    ] {
+        let e = pathweave_sim::Scenario::parse(&text(alg, params), "t.toml", "t")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(needle), "{alg} {params}: {e}");
+    }
+}
