@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,6 +54,44 @@ def test_grid_is_the_cartesian_product_in_order(sweep_scenario: Path) -> None:
     assert len(tasks) == 12
     assert [(t.point.index, t.seed) for t in tasks[:4]] == [(0, 1), (0, 2), (0, 3), (1, 1)]
     assert len({t.key for t in tasks}) == 12
+
+
+def test_zipped_keys_vary_together_as_the_last_dimension(tmp_path: Path) -> None:
+    text = SWEEP + textwrap.dedent(
+        """
+        [sweep.zip]
+        "link[0].delay" = ["5ms", "20ms"]
+        "link[0].queue.min_th" = [2, 8]
+        """
+    )
+    p = load_plan(write_scenario(tmp_path, text, "zip.toml"))
+    assert p.param_names == [
+        "link[0].rate",
+        "flow[0].count",
+        "link[0].delay",
+        "link[0].queue.min_th",
+    ]
+    assert len(p.points) == 2 * 2 * 2
+    rows = [(pt.params["link[0].delay"], pt.params["link[0].queue.min_th"]) for pt in p.points]
+    assert rows == [("5ms", 2), ("20ms", 8)] * 4  # never ("5ms", 8): the lists are tied
+    assert [pt.params["flow[0].count"] for pt in p.points[:4]] == [1, 1, 2, 2]
+    first = pathweave._core.toml_loads(p.points[1].text)
+    assert first["link"][0]["delay"] == "20ms"
+    assert first["link"][0]["queue"]["min_th"] == 8
+    # The table round-trips.
+    assert Sweep.from_table(p.sweep.to_table()) == p.sweep
+
+
+def test_bad_zip_tables(tmp_path: Path) -> None:
+    for body, message in [
+        ('"link[0].delay" = ["5ms", "20ms"]\n"flow[0].count" = [1]\n', "has 1 values but"),
+        ('"flow[0].count" = [1, 2]\n', "also in sweep.grid"),
+        ('"link[0].delay" = []\n', "non-empty list"),
+        ('"link[0].delay" = ["5ms", "-1ms"]\n', 'sweep.zip."link[0].delay" = "-1ms"'),
+    ]:
+        text = SWEEP + "\n[sweep.zip]\n" + body
+        with pytest.raises(SweepError, match=re.escape(message)):
+            load_plan(write_scenario(tmp_path, text, "t.toml"))
 
 
 def test_unnamed_scenario_takes_the_file_name(tmp_path: Path) -> None:

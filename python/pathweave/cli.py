@@ -558,9 +558,7 @@ def _experiment_list(experiments: list[Experiment]) -> None:
 
 
 def _size(e: Experiment, sweep: Sweep) -> str:
-    points = len(e.scenarios)
-    for values in sweep.grid.values():
-        points *= len(values)
+    points = len(e.scenarios) * len(sweep.combinations())
     seeds = len(sweep.seed_list())
     return f"{points} x {seeds}"
 

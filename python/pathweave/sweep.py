@@ -8,6 +8,9 @@ A sweep file is an ordinary scenario with one more table::
     [sweep.grid]                       # the cartesian product of these lists
     "flow[0].count" = [2, 4, 8]
     "link[0].queue.max_p" = [0.05, 0.1]
+    [sweep.zip]                        # optional: lists of one length, varied together
+    "flow[1].weights" = [[0.25, 0.75], [0.5, 0.5]]   # (one more dimension of the grid)
+    "flow[1].name" = ["quarter", "half"]
     [sweep.set]                        # optional: edits applied to every point
     duration = "20s"
 
@@ -99,38 +102,62 @@ class SweepError(PathweaveError):
 class Sweep:
     """What to vary: ``grid`` (key → list of values; the points are the cartesian product),
     ``seeds`` (a count N for seeds 1…N, or the seeds themselves; None for the scenario's own
-    seed) and ``set`` (key → one value, applied to every point)."""
+    seed), ``set`` (key → one value, applied to every point) and ``zipped`` (key → list, all
+    lists of one length: their i-th values go together, one more dimension of the product,
+    after the grid's; the ``[sweep.zip]`` table)."""
 
     grid: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     seeds: int | Sequence[int] | None = None
     set: Mapping[str, Any] = field(default_factory=dict)
+    zipped: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], where: str = "<string>") -> Sweep:
         """The sweep described by a scenario's ``[sweep]`` table."""
-        unknown = sorted(set(table) - {"seeds", "grid", "set"})
+        unknown = sorted(set(table) - {"seeds", "grid", "set", "zip"})
         if unknown:
             raise SweepError(
-                f"{where}: sweep.{unknown[0]}: unknown field (allowed here: seeds, grid, set)"
+                f"{where}: sweep.{unknown[0]}: unknown field (allowed here: seeds, grid, zip, set)"
             )
         grid = table.get("grid", {})
         fixed = table.get("set", {})
-        for name, value in (("grid", grid), ("set", fixed)):
+        zipped = table.get("zip", {})
+        for name, value in (("grid", grid), ("set", fixed), ("zip", zipped)):
             if not isinstance(value, dict):
                 raise SweepError(f"{where}: sweep.{name} must be a table of key = value")
-        sweep = cls(grid=grid, seeds=table.get("seeds"), set=fixed)
+        sweep = cls(grid=grid, seeds=table.get("seeds"), set=fixed, zipped=zipped)
         sweep.check(where)
         return sweep
 
     def check(self, where: str = "<string>") -> None:
         """Raise ``SweepError`` unless every part is well formed (values are not checked
         here: the simulator checks them point by point)."""
-        for key, values in self.grid.items():
-            _parse_path(key, f"{where}: sweep.grid.{_quote(key)}")
-            if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
+        for table, entries in (("grid", self.grid), ("zip", self.zipped)):
+            for key, values in entries.items():
+                _parse_path(key, f"{where}: sweep.{table}.{_quote(key)}")
+                if (
+                    isinstance(values, str | bytes)
+                    or not isinstance(values, Sequence)
+                    or not values
+                ):
+                    raise SweepError(
+                        f"{where}: sweep.{table}.{_quote(key)} = {_show(values)}: must be a "
+                        "non-empty list of values"
+                    )
+        lengths = {key: len(values) for key, values in self.zipped.items()}
+        if len(set(lengths.values())) > 1:
+            first = next(iter(lengths))
+            odd = next(k for k, n in lengths.items() if n != lengths[first])
+            raise SweepError(
+                f"{where}: sweep.zip.{_quote(odd)} has {lengths[odd]} values but "
+                f"sweep.zip.{_quote(first)} has {lengths[first]}: the lists of sweep.zip go "
+                "together and must have one length"
+            )
+        for key in self.zipped:
+            if key in self.grid:
                 raise SweepError(
-                    f"{where}: sweep.grid.{_quote(key)} = {_show(values)}: must be a non-empty "
-                    "list of values"
+                    f"{where}: sweep.zip.{_quote(key)}: also in sweep.grid; a key is varied "
+                    "in one of them"
                 )
         for key in self.set:
             _parse_path(key, f"{where}: sweep.set.{_quote(key)}")
@@ -167,9 +194,25 @@ class Sweep:
             table["seeds"] = self.seeds if isinstance(self.seeds, int) else list(self.seeds)
         if self.grid:
             table["grid"] = {k: list(v) for k, v in self.grid.items()}
+        if self.zipped:
+            table["zip"] = {k: list(v) for k, v in self.zipped.items()}
         if self.set:
             table["set"] = dict(self.set)
         return table
+
+    def varied(self) -> list[str]:
+        """The keys a point's ``params`` hold: the grid's, then the zipped ones."""
+        return [*self.grid, *self.zipped]
+
+    def combinations(self) -> list[tuple[Any, ...]]:
+        """Every point's values, in the order of ``varied()``: the cartesian product of the
+        grid's lists and, as its last dimension, the rows of the zipped lists."""
+        rows = list(zip(*self.zipped.values(), strict=True)) if self.zipped else [()]
+        return [
+            (*g, *row)
+            for g in itertools.product(*(self.grid[k] for k in self.grid))
+            for row in rows
+        ]
 
 
 @dataclass(frozen=True)
@@ -270,10 +313,10 @@ def plan(sources: Sequence[str | os.PathLike[str]], sweep: Sweep | None = None) 
     else:
         sweep.check(bases[0][0])
     seeds = sweep.seed_list(bases[0][0])
-    keys = list(sweep.grid)
+    keys = sweep.varied()
     points: list[Point] = []
     for label, doc, _ in bases:
-        for values in itertools.product(*(sweep.grid[k] for k in keys)):
+        for values in sweep.combinations():
             params: dict[str, Any] = {}
             if len(bases) > 1:
                 params["scenario"] = Path(label).stem
@@ -313,12 +356,13 @@ def _resolve(
 ) -> Point:
     """Point ``index``: ``base`` with the sweep's fixed edits and the grid values of
     ``params`` (which may also hold ``scenario``, the file's stem)."""
-    values = {k: v for k, v in params.items() if k in sweep.grid}
+    values = {k: v for k, v in params.items() if k in sweep.grid or k in sweep.zipped}
     doc = _deep_copy(base)
     for key, value in sweep.set.items():
         set_path(doc, key, value, f"{label}: sweep.set.{_quote(key)}")
     for key, value in values.items():
-        set_path(doc, key, value, f"{label}: sweep.grid.{_quote(key)}")
+        table = "grid" if key in sweep.grid else "zip"
+        set_path(doc, key, value, f"{label}: sweep.{table}.{_quote(key)}")
     text = _dumps(doc, label)
     try:
         scenario = parse(text, label)
@@ -333,7 +377,11 @@ def _point_error(
     """The simulator's complaint about a point, said against the sweep key(s) behind it."""
     problem = e.message or str(e)
     where = f"{e.field} = {e.value}: {problem}" if e.value is not None else f"{e.field}: {problem}"
-    culprits = [("grid", k, v) for k, v in values.items() if _covers(k, e.field)]
+    culprits = [
+        ("grid" if k in sweep.grid else "zip", k, v)
+        for k, v in values.items()
+        if _covers(k, e.field)
+    ]
     culprits += [("set", k, v) for k, v in sweep.set.items() if _covers(k, e.field)]
     point = ", ".join(f"{k} = {_show(v)}" for k, v in values.items())
     if culprits:

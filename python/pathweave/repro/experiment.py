@@ -177,7 +177,7 @@ class Experiment:
             )
         if not self.scenarios:
             raise ExperimentError(f"{self.id}: no scenario files")
-        allowed = set(self.sweep.grid) | ({"scenario"} if len(self.scenarios) > 1 else set())
+        allowed = set(self.sweep.varied()) | ({"scenario"} if len(self.scenarios) > 1 else set())
         for pub in self.published:
             unknown = sorted(set(pub.where) - allowed)
             if unknown:
