@@ -366,7 +366,10 @@ subflows = [ {{ path = ["a"] }}, {{ path = ["b"] }} ]
     let base = trace("rpmp-v2", "");
     assert_eq!(
         base,
-        trace("rpmp-v2", "decrease = \"reference\"\nslow_start = \"coupled\"")
+        trace(
+            "rpmp-v2",
+            "decrease = \"reference\"\nslow_start = \"coupled\""
+        )
     );
     assert_ne!(base, trace("rpmp-v2", "decrease = \"paper\""));
     assert_ne!(base, trace("rpmp-v2", "slow_start = \"uncoupled\""));
@@ -374,7 +377,11 @@ subflows = [ {{ path = ["a"] }}, {{ path = ["b"] }} ]
     assert_eq!(bytes, trace("mptcp-bytes", "slow_start = \"coupled\""));
     assert_ne!(bytes, trace("mptcp-bytes", "slow_start = \"uncoupled\""));
     for (alg, params, needle) in [
-        ("rpmp-v2", "decrease = \"half\"", "allowed: \"reference\", \"paper\""),
+        (
+            "rpmp-v2",
+            "decrease = \"half\"",
+            "allowed: \"reference\", \"paper\"",
+        ),
         ("rpmp-v2", "slow_start = 1", "flow[0].slow_start"),
         ("mptcp-bytes", "decrease = \"paper\"", "rpmp-v2"),
         ("lia", "slow_start = \"uncoupled\"", "rpmp-v2, mptcp-bytes"),
