@@ -362,6 +362,7 @@ proptest! {
         raw in prop::collection::vec(1e-3f64..10.0, 2..9),
         p in 0.05f64..16.0,
         k in 1e-3f64..3.999,
+        band in prop_oneof![Just(0.0f64), 0.0f64..2.0],
         rounds in prop::collection::vec(prop::collection::vec(0.0f64..1e6, 8), 1..60),
     ) {
         let n = raw.len();
@@ -370,7 +371,7 @@ proptest! {
         rebalance(&mut w, p, d_min);
         for scores in &rounds {
             let before: f64 = w.iter().sum();
-            let _ = proportion_step(&mut w, &scores[..n], k, p, d_min, 0.0);
+            let _ = proportion_step(&mut w, &scores[..n], k, p, d_min, band);
             let after: f64 = w.iter().sum();
             prop_assert!((after - before).abs() <= 1e-12, "step changed Σ D: {before} → {after}");
             prop_assert!((after - p).abs() <= 1e-12, "Σ D = {after}, P = {p}");
@@ -386,10 +387,11 @@ proptest! {
         rtts in prop::collection::vec(5u64..200, 4),
         p in prop_oneof![Just(1.0f64), 0.1f64..16.0],
         k in 1e-3f64..3.999,
+        band in prop_oneof![Just(0.0f64), 0.0f64..2.0],
         period_ms in prop_oneof![Just(None), (1u64..500).prop_map(Some)],
         churn in prop::collection::vec((0usize..4, any::<bool>()), 0..6),
     ) {
-        let mut cfg = BmcConfig::new().flowshares(p).k(k);
+        let mut cfg = BmcConfig::new().flowshares(p).k(k).tolerance(band);
         if let Some(ms) = period_ms {
             cfg = cfg.period(Duration::from_millis(ms));
         }
