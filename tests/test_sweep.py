@@ -28,6 +28,7 @@ from pathweave.sweep import (
     plan,
     run_sweep,
     set_path,
+    show_value,
     task_key,
 )
 
@@ -80,6 +81,15 @@ def test_zipped_keys_vary_together_as_the_last_dimension(tmp_path: Path) -> None
     assert first["link"][0]["queue"]["min_th"] == 8
     # The table round-trips.
     assert Sweep.from_table(p.sweep.to_table()) == p.sweep
+
+
+def test_values_show_as_toml() -> None:
+    assert show_value({"type": "red", "min_th": "auto", "gentle": True, "a b": [1, 2.5]}) == (
+        '{ type = "red", min_th = "auto", gentle = true, "a b" = [1, 2.5] }'
+    )
+    # What it shows parses back to the same value.
+    doc = pathweave._core.toml_loads("x = " + show_value({"q": {"limit": "50pkt"}, "n": [1]}))
+    assert doc == {"x": {"q": {"limit": "50pkt"}, "n": [1]}}
 
 
 def test_bad_zip_tables(tmp_path: Path) -> None:

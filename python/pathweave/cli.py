@@ -433,6 +433,8 @@ def _sweep_out_problem(out: Path) -> str | None:
 
 
 def _sweep_table(name: str, params: list[str], summary: pd.DataFrame) -> Table:
+    from pathweave.sweep import show_value
+
     table = Table(title=Text(f"{name}: mean ± 95 % CI per point"))
     table.add_column("point", justify="right")
     for p in params:
@@ -443,7 +445,7 @@ def _sweep_table(name: str, params: list[str], summary: pd.DataFrame) -> Table:
     for row in summary.head(_MAX_FLOW_ROWS).to_dict("records"):
         table.add_row(
             str(row["point"]),
-            *(Text(str(row[p])) for p in params),
+            *(Text(row[p] if isinstance(row[p], str) else show_value(row[p])) for p in params),
             Text(str(row["group"])),
             str(row["n"]),
             _pm(row["total_goodput_bps_mean"] / 1e6, row["total_goodput_bps_ci"] / 1e6, ".3f"),

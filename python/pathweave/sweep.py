@@ -141,7 +141,7 @@ class Sweep:
                     or not values
                 ):
                     raise SweepError(
-                        f"{where}: sweep.{table}.{_quote(key)} = {_show(values)}: must be a "
+                        f"{where}: sweep.{table}.{_quote(key)} = {show_value(values)}: must be a "
                         "non-empty list of values"
                     )
         lengths = {key: len(values) for key, values in self.zipped.items()}
@@ -183,8 +183,8 @@ class Sweep:
             if all(0 <= s < 2**64 for s in out) and len(set(out)) == len(out):
                 return out
         raise SweepError(
-            f"{where}: sweep.seeds = {_show(seeds)}: must be a count of at least 1 or a list of "
-            "distinct seeds from 0 to 2**64 - 1"
+            f"{where}: sweep.seeds = {show_value(seeds)}: must be a count of at least 1 or a "
+            "list of distinct seeds from 0 to 2**64 - 1"
         )
 
     def to_table(self) -> dict[str, Any]:
@@ -231,7 +231,7 @@ class Point:
 
     def describe(self) -> str:
         """``key = value, …`` for messages and tables."""
-        return ", ".join(f"{k} = {_show(v)}" for k, v in self.params.items()) or "(base)"
+        return ", ".join(f"{k} = {show_value(v)}" for k, v in self.params.items()) or "(base)"
 
 
 @dataclass(frozen=True)
@@ -337,7 +337,7 @@ def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     doc = _core.toml_loads(text, label)  # the simulator's parser; raises ScenarioError
     table = doc.pop(SWEEP_TABLE, None)
     if table is not None and not isinstance(table, dict):
-        raise SweepError(f"{label}: sweep = {_show(table)}: must be a table")
+        raise SweepError(f"{label}: sweep = {show_value(table)}: must be a table")
     # A scenario without a name is named after its file; fixing it in the document keeps
     # the resolved text (and so the cache key) independent of where the file lives.
     doc = {"name": path.stem, **doc}
@@ -383,11 +383,11 @@ def _point_error(
         if _covers(k, e.field)
     ]
     culprits += [("set", k, v) for k, v in sweep.set.items() if _covers(k, e.field)]
-    point = ", ".join(f"{k} = {_show(v)}" for k, v in values.items())
+    point = ", ".join(f"{k} = {show_value(v)}" for k, v in values.items())
     if culprits:
         kind, key, value = culprits[0]
         return SweepError(
-            f"{label}: sweep.{kind}.{_quote(key)} = {_show(value)} (point {index}: {point}) "
+            f"{label}: sweep.{kind}.{_quote(key)} = {show_value(value)} (point {index}: {point}) "
             f"is not valid: {where}"
         )
     return SweepError(f"{label}: sweep point {index} ({point}) is not valid: {where}")
@@ -469,14 +469,16 @@ def _quote(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     """A value as it would be written in TOML."""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
+        return "[" + ", ".join(show_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_quote(k)} = {show_value(v)}" for k, v in value.items()) + " }"
     return str(value)
 
 
@@ -606,7 +608,7 @@ def with_params(frame: pd.DataFrame, run: RunRecord) -> pd.DataFrame:
     lead: dict[str, Any] = {"point": run.point.index, "seed": run.seed, "key": run.key}
     for name, value in run.params.items():
         column = name if name not in frame.columns and name not in lead else f"sweep:{name}"
-        lead[column] = value if _is_scalar(value) else _show(value)
+        lead[column] = value if _is_scalar(value) else show_value(value)
     out = frame.copy()
     for i, (name, value) in enumerate(lead.items()):
         out.insert(i, name, [value] * len(frame))
