@@ -46,7 +46,7 @@ from pathweave.repro.fairness import (
     network_centric_flow,
     totals,
 )
-from pathweave.repro.figures import new_figure
+from pathweave.repro.figures import error_bars, new_figure
 from pathweave.sweep import RunRecord, Sweep
 
 if TYPE_CHECKING:
@@ -127,10 +127,6 @@ def _rows(data: ExperimentData, metric: str, alg: str) -> pd.DataFrame:
     return rows.sort_values("rho")
 
 
-def _yerr(rows: pd.DataFrame) -> list[float]:
-    return [0.0 if math.isnan(h) else float(h) for h in rows["half_width"]]
-
-
 def crossing(rows: pd.DataFrame) -> float:
     """Where the mean difference multi - single first turns from positive to negative,
     interpolated linearly between grid points (NaN if it does not)."""
@@ -150,46 +146,22 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
     ideals = [ideal(b) for b in line]
     fig = new_figure(figsize=(16, 5.2))
     ax, dax, sax = fig.subplots(1, 3)
-    ax.plot(
-        line,
-        [i["subflow"]["multi"] for i in ideals],
-        "k:",
-        lw=0.9,
-        label="link-centric (sub-flow = flow): multi",
+    ideal_lines = (
+        ("subflow", "multi", "k:", 0.9, 1.0, "link-centric (sub-flow = flow): multi"),
+        ("subflow", "single", "k-.", 0.9, 1.0, "link-centric (sub-flow = flow): single"),
+        ("network", "multi", "k-", 1.6, 0.35, "network-centric: multi"),
+        ("network", "single", "k--", 1.6, 0.35, "network-centric: single"),
     )
-    ax.plot(
-        line,
-        [i["subflow"]["single"] for i in ideals],
-        "k-.",
-        lw=0.9,
-        label="link-centric (sub-flow = flow): single",
-    )
-    ax.plot(
-        line,
-        [i["network"]["multi"] for i in ideals],
-        "k-",
-        lw=1.6,
-        alpha=0.35,
-        label="network-centric: multi",
-    )
-    ax.plot(
-        line,
-        [i["network"]["single"] for i in ideals],
-        "k--",
-        lw=1.6,
-        alpha=0.35,
-        label="network-centric: single",
-    )
+    for definition, who, fmt, lw, alpha, label in ideal_lines:
+        values = [i[definition][who] for i in ideals]
+        ax.plot(line, values, fmt, lw=lw, alpha=alpha, label=label)
     for alg in algs:
         for metric, style, who in (("multi_mbps", "-", "multi"), ("single_mbps", "--", "single")):
             rows = _rows(data, metric, alg)
-            ax.errorbar(
-                rows["rho"],
-                rows["mean"],
-                yerr=_yerr(rows),
+            error_bars(
+                ax,
+                rows,
                 fmt="o" + style,
-                ms=3,
-                capsize=2,
                 color=COLOURS[alg],
                 label=f"{NAMES[alg]}: {who}",
             )
@@ -203,13 +175,10 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
         rows = _rows(data, "diff_mbps", alg)
         c = crossing(rows)
         crossed = "no crossing" if math.isnan(c) else f"crosses at {c:.0f}"
-        dax.errorbar(
-            rows["rho"],
-            rows["mean"],
-            yerr=_yerr(rows),
+        error_bars(
+            dax,
+            rows,
             fmt="o-",
-            ms=3,
-            capsize=2,
             color=COLOURS[alg],
             label=f"{NAMES[alg]} ({crossed})",
         )
@@ -226,13 +195,10 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
             ("beta_sub_mbps", "--", "beta"),
         ):
             rows = _rows(data, metric, alg)
-            sax.errorbar(
-                rows["rho"],
-                rows["mean"],
-                yerr=_yerr(rows),
+            error_bars(
+                sax,
+                rows,
                 fmt="o" + style,
-                ms=3,
-                capsize=2,
                 color=COLOURS[alg],
                 label=f"{NAMES[alg]}: on {which}",
             )

@@ -35,7 +35,7 @@ from pathweave.repro.fairness import (
     shared_topology,
     totals,
 )
-from pathweave.repro.figures import new_figure
+from pathweave.repro.figures import error_bars, new_figure
 from pathweave.sweep import RunRecord, Sweep
 
 if TYPE_CHECKING:
@@ -131,10 +131,6 @@ def _rows(data: ExperimentData, metric: str, alg: str, delay: float) -> pd.DataF
     return rows.sort_values("rho")
 
 
-def _yerr(rows: pd.DataFrame) -> list[float]:
-    return [0.0 if math.isnan(h) else float(h) for h in rows["half_width"]]
-
-
 def _ideal(ax: Axes, rates: list[float]) -> None:
     """The fairness definitions' allocations (Fig. 2(a)) as thin black lines."""
     line = [0.0, *rates]
@@ -168,13 +164,10 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
     for alg in algs:
         for metric, style, who in (("multi_mbps", "--", "multi"), ("single_mbps", "-", "single")):
             rows = _rows(data, metric, alg, fig_delay)
-            ax.errorbar(
-                rows["rho"],
-                rows["mean"],
-                yerr=_yerr(rows),
+            error_bars(
+                ax,
+                rows,
                 fmt="o" + style,
-                ms=3,
-                capsize=2,
                 color=COLOURS[alg],
                 label=f"{NAMES[alg]}: {who}",
             )
@@ -192,13 +185,11 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
         ax.axhline(0.0, color="black", lw=0.8)
         for d, marker in zip(delays, "os^v", strict=False):
             rows = _rows(data, "diff_mbps", alg, d)
-            ax.errorbar(
-                rows["rho"],
-                rows["mean"],
-                yerr=_yerr(rows),
+            error_bars(
+                ax,
+                rows,
                 fmt=marker + "-",
                 ms=4,
-                capsize=2,
                 label=f"delta_alpha = {d:g} ms",
             )
         if alg in MPTCP:
