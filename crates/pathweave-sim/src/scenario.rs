@@ -1202,9 +1202,10 @@ impl Reader<'_> {
         if let Some(v) = t.get("recovery") {
             let f = join(path, "recovery");
             s.recovery = match self.string(&f, v)? {
+                "reno" => Recovery::Reno,
                 "newreno" => Recovery::NewReno,
                 "sack" => Recovery::Sack,
-                _ => return Err(self.invalid(&f, v, "allowed: \"newreno\", \"sack\"")),
+                _ => return Err(self.invalid(&f, v, "allowed: \"reno\", \"newreno\", \"sack\"")),
             };
         }
         Ok(s)

@@ -4,7 +4,8 @@
 //! single-path TCP flow is a connection with one subflow and an uncoupled controller.
 //!
 //! * [`subflow`] — one subflow's sender: slow start and congestion avoidance through the
-//!   controller, fast retransmit, NewReno recovery (RFC 6582) or SACK recovery (RFC 6675),
+//!   controller, fast retransmit, Reno (RFC 5681), NewReno (RFC 6582) or SACK (RFC 6675)
+//!   recovery,
 //!   RTO per RFC 6298 with backoff and Karn's rule.
 //! * [`receiver`] — per-subflow cumulative ACKs with SACK blocks (RFC 2018) and delayed ACKs,
 //!   and connection-level reassembly with an optional finite receive buffer.
@@ -39,6 +40,11 @@ pub type Cc = pathweave_cc::cc::multipath::AnyMultipathController;
 /// Loss-recovery algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recovery {
+    /// Reno fast recovery (RFC 5681 §3.2): window inflation as in NewReno, but the first new
+    /// ACK, partial or not, ends recovery. A second loss in the same window then waits for the
+    /// retransmission timer, because a new fast retransmit needs an ACK beyond the highest
+    /// segment sent when recovery began (ns-2 `Agent/TCP/Reno` with its default `bugfix_`).
+    Reno,
     /// NewReno fast recovery with window inflation (RFC 6582).
     NewReno,
     /// Conservative SACK-based recovery with the pipe estimate (RFC 6675).

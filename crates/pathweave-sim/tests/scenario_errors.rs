@@ -52,6 +52,15 @@ fn each_mistake_names_its_field_and_value() {
             &["link[0].rate", "integer"],
         ),
         (
+            "path = [\"l\"]",
+            "path = [\"l\"]\nrecovery = \"tahoe\"",
+            &[
+                "flow[0].recovery",
+                "tahoe",
+                "\"reno\", \"newreno\", \"sack\"",
+            ],
+        ),
+        (
             "delay = \"10ms\"",
             "delay = \"10 parsecs\"",
             &["link[0].delay", "parsecs"],

@@ -1,5 +1,5 @@
 //! One subflow's sender: its sequence space and scoreboard, loss detection and recovery
-//! (NewReno, RFC 6582, or SACK, RFC 6675) and its retransmission timer (RFC 6298, with
+//! (Reno, RFC 5681; NewReno, RFC 6582; or SACK, RFC 6675) and its retransmission timer (RFC 6298, with
 //! exponential backoff and Karn's rule). The window comes from the connection's controller,
 //! new data from the connection's data sequence.
 //!
@@ -414,8 +414,8 @@ impl Subflow {
             &Paths(views),
         );
         match self.cfg.recovery {
-            Recovery::NewReno => {
-                // RFC 6582 §3.2 steps 2–3: retransmit, inflate by the three duplicates.
+            Recovery::Reno | Recovery::NewReno => {
+                // RFC 5681 §3.2 steps 2–4, RFC 6582 §3.2 steps 2–3: retransmit, inflate by the three duplicates.
                 self.inflation = 3 * self.mss();
                 self.transmit(self.snd_una, net);
             }
@@ -487,8 +487,12 @@ impl Subflow {
             self.refresh(views);
             cc.on_ack(self.pid(), &ackev, &Paths(views));
             if self.in_recovery {
-                if self.recover.is_some_and(|r| ack > r) {
+                let full = self.recover.is_some_and(|r| ack > r);
+                if full || self.cfg.recovery == Recovery::Reno {
                     // Full ACK: recovery ends, the window deflates to ssthresh (RFC 6582 step 3).
+                    // Reno ends it on any new ACK (RFC 5681 §3.2 step 6); holes left in the
+                    // window then wait for the timer, as the check on `recover` below keeps a
+                    // new fast retransmit back until the ACK passes it.
                     self.in_recovery = false;
                     self.inflation = 0;
                     self.refresh(views);
@@ -516,7 +520,7 @@ impl Subflow {
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
             self.dupacks += 1;
             if self.in_recovery {
-                if self.cfg.recovery == Recovery::NewReno {
+                if self.cfg.recovery != Recovery::Sack {
                     self.inflation += self.mss();
                 }
             } else {
