@@ -84,7 +84,10 @@ def _published() -> list[Published]:
                     "(D <= 1/3 at N >= 32); not investigated further"
                 )
             elif n >= 48:
-                reason = "the paper finds up to ~20 % high at large N and blames timeouts"
+                reason = (
+                    "the paper finds up to ~20 % high at large N and blames timeouts; with "
+                    "Reno recovery ours is 30-45 % high at N = 64 (23-35 % with NewReno)"
+                )
             out.append(
                 Published(
                     "ratio",
