@@ -57,7 +57,12 @@ start = "{{i}}+0.5 ms"
 /// recovery and with NewReno's.
 #[test]
 fn weighted_aimd_takes_d_times_a_reno_share() {
-    for (d, recovery) in [(0.5, "reno"), (0.25, "reno"), (0.5, "newreno"), (0.25, "newreno")] {
+    for (d, recovery) in [
+        (0.5, "reno"),
+        (0.25, "reno"),
+        (0.5, "newreno"),
+        (0.25, "newreno"),
+    ] {
         let sc = scenario(&aimd_dumbbell(d, recovery));
         let mut ratios = Vec::new();
         for seed in 1..=3 {
