@@ -5,8 +5,7 @@
 //!
 //! * [`subflow`] — one subflow's sender: slow start and congestion avoidance through the
 //!   controller, fast retransmit, Reno (RFC 5681), NewReno (RFC 6582) or SACK (RFC 6675)
-//!   recovery,
-//!   RTO per RFC 6298 with backoff and Karn's rule.
+//!   recovery, RTO per RFC 6298 with backoff and Karn's rule.
 //! * [`receiver`] — per-subflow cumulative ACKs with SACK blocks (RFC 2018) and delayed ACKs,
 //!   and connection-level reassembly with an optional finite receive buffer.
 //! * This module — the connection's sender: the data sequence, the scheduler that hands new

@@ -1,7 +1,7 @@
 //! One subflow's sender: its sequence space and scoreboard, loss detection and recovery
-//! (Reno, RFC 5681; NewReno, RFC 6582; or SACK, RFC 6675) and its retransmission timer (RFC 6298, with
-//! exponential backoff and Karn's rule). The window comes from the connection's controller,
-//! new data from the connection's data sequence.
+//! (Reno, RFC 5681; NewReno, RFC 6582; or SACK, RFC 6675) and its retransmission timer
+//! (RFC 6298, with exponential backoff and Karn's rule). The window comes from the connection's
+//! controller, new data from the connection's data sequence.
 //!
 //! Invariants: `snd_una ≤ snd_nxt ≤ snd_max`; `segs` holds exactly the segments
 //! `snd_una..snd_max`; the controller hears of each recovery episode once, at its start and at
@@ -415,7 +415,8 @@ impl Subflow {
         );
         match self.cfg.recovery {
             Recovery::Reno | Recovery::NewReno => {
-                // RFC 5681 §3.2 steps 2–4, RFC 6582 §3.2 steps 2–3: retransmit, inflate by the three duplicates.
+                // RFC 5681 §3.2 steps 2–4, RFC 6582 §3.2 steps 2–3: retransmit, inflate by the
+                // three duplicates.
                 self.inflation = 3 * self.mss();
                 self.transmit(self.snd_una, net);
             }
