@@ -81,7 +81,9 @@ def _published() -> list[Published]:
             if n >= 32 and family in ("four", "tenths"):
                 reason = (
                     "the ratio rises with N for small weights, as in bmc-weighted-aimd "
-                    "(D <= 1/3 at N >= 32); not investigated further"
+                    "(D <= 1/3 at N >= 32): their sawtooth's mean window falls below two "
+                    "segments, they sit at ssthresh's floor, most losses become timeouts, and "
+                    "a = D^2 stops setting their rate"
                 )
             elif n >= 48:
                 reason = (
