@@ -88,7 +88,9 @@ def _published() -> list[Published]:
             elif n >= 48:
                 reason = (
                     "the paper finds up to ~20 % high at large N and blames timeouts; with "
-                    "Reno recovery ours is 30-45 % high at N = 64 (23-35 % with NewReno)"
+                    "Reno recovery ours is 31-38 % high at N = 48 and 38-45 % at N = 64 (18-29 "
+                    "% and 23-35 % with NewReno): the smaller weight of each pair sits at the "
+                    "window floor, as in bmc-weighted-aimd"
                 )
             out.append(
                 Published(
