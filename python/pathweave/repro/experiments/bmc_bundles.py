@@ -89,8 +89,9 @@ def _published() -> list[Published]:
                 reason = (
                     "the paper finds up to ~20 % high at large N and blames timeouts; with "
                     "Reno recovery ours is 31-38 % high at N = 48 and 38-45 % at N = 64 (18-29 "
-                    "% and 23-35 % with NewReno): the smaller weight of each pair sits at the "
-                    "window floor, as in bmc-weighted-aimd"
+                    "% and 23-35 % with NewReno): the smaller weight of each pair keeps a "
+                    "sawtooth window of a few packets (about 8·D at N = 48), where most losses "
+                    "end in timeouts and a = D^2 sets its rate less, as in bmc-weighted-aimd"
                 )
             out.append(
                 Published(
