@@ -40,14 +40,14 @@ path = ["access", "bn"]
     assert!((0.95 * payload_rate..=payload_rate).contains(&g), "{g}");
 }
 
-/// Mathis, Semke, Mahdavi & Ott (1997): a Reno flow with random loss p gets
-/// MSS/RTT·√(3/(2p)). Ample buffers and a fast link keep the RTT at its base value.
-#[test]
-fn reno_under_random_loss_follows_the_square_root_formula() {
-    for p in [0.001f64, 0.01] {
-        let sc = scenario(&format!(
-            r#"
-duration = "200s"
+/// One Reno flow on a 1 Gbps, 25 ms path with Bernoulli loss `p` and a buffer it never fills,
+/// so the RTT stays at its 50 ms base.
+fn lossy_path(p: f64, recovery: &str, duration: &str) -> String {
+    format!(
+        r#"
+duration = "{duration}"
+[tcp]
+recovery = "{recovery}"
 [[link]]
 name = "lossy"
 rate = "1Gbps"
@@ -58,8 +58,15 @@ queue = {{ type = "droptail", limit = "100000pkt" }}
 name = "reno"
 path = ["lossy"]
 "#
-        ));
-        let r = run(&sc, Some(3));
+    )
+}
+
+/// Mathis, Semke, Mahdavi & Ott (1997): a Reno flow with random loss p gets
+/// MSS/RTT·√(3/(2p)). Ample buffers and a fast link keep the RTT at its base value.
+#[test]
+fn reno_under_random_loss_follows_the_square_root_formula() {
+    for p in [0.001f64, 0.01] {
+        let r = run(&scenario(&lossy_path(p, "newreno", "200s")), Some(3));
         let rtt = 0.050;
         let predicted = 1000.0 * 8.0 / rtt * (3.0 / (2.0 * p)).sqrt();
         let got = r.flows.goodput_bps[0];
@@ -80,24 +87,7 @@ path = ["lossy"]
 /// multi-loss windows without the timer, times out less and does at least as well.
 #[test]
 fn reno_recovery_under_random_loss_follows_the_padhye_model() {
-    let text = |p: f64, recovery: &str| {
-        format!(
-            r#"
-duration = "400s"
-[tcp]
-recovery = "{recovery}"
-[[link]]
-name = "lossy"
-rate = "1Gbps"
-delay = "25ms"
-loss = {p}
-queue = {{ type = "droptail", limit = "100000pkt" }}
-[[flow]]
-name = "reno"
-path = ["lossy"]
-"#
-        )
-    };
+    let text = |p: f64, recovery: &str| lossy_path(p, recovery, "400s");
     for p in [0.005f64, 0.01, 0.02] {
         let reno = run(&scenario(&text(p, "reno")), Some(1));
         let newreno = run(&scenario(&text(p, "newreno")), Some(1));
