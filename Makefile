@@ -22,7 +22,7 @@ $(STAMP): $(BIN)/python $(RUST_SOURCES)
 setup: $(STAMP)
 
 demo: setup
-	$(BIN)/python -m pathweave.compare scenarios/headline.toml --flow mp --algorithms uncoupled,lia,olia,balia --out results/demo
+	$(BIN)/pathweave compare scenarios/headline.toml --flow mp --algorithms uncoupled,lia,olia,balia --out results/demo
 
 test: setup test-rust test-python
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pathweave import cli
 from pathweave.compare import compare, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,3 +52,56 @@ def test_unknown_flow_or_algorithm_is_bad_input(
     err = capsys.readouterr().err
     assert "flow[0].algorithm" in err
     assert "cubicx" in err
+
+
+def test_pathweave_compare_command_replaces_its_own_output(
+    short_headline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["compare", str(short_headline), "--flow", "mp", "--algorithms", "lia", "--out"]
+    assert cli.main([*argv, str(out)]) == 0
+    first = (out / "compare.csv").read_text()
+    assert "lia" in capsys.readouterr().out
+    # A second run replaces the earlier comparison; same seed, same table.
+    assert cli.main([*argv, str(out), "--seed", "1", "--quiet"]) == 0
+    assert (out / "compare.csv").read_text() == first
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("algorithms", "message"),
+    [(",", "no algorithms to compare"), ("lia,olia,lia", "more than once: lia")],
+)
+def test_bad_algorithm_lists_are_bad_input(
+    short_headline: Path, capsys: pytest.CaptureFixture[str], algorithms: str, message: str
+) -> None:
+    argv = ["compare", str(short_headline), "--flow", "mp", "--algorithms", algorithms]
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_scenario_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["compare", str(tmp_path / "none.toml"), "--flow", "mp"]) == 2
+    assert "cannot read the file" in capsys.readouterr().err
+
+
+def test_out_that_is_not_a_comparison_is_refused_before_running(
+    short_headline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("precious")
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for out, why in ((keep, "no compare.csv"), (a_file, "not a directory")):
+        argv = ["compare", str(short_headline), "--flow", "mp", "--out", str(out)]
+        assert cli.main(argv) == 2
+        assert why in capsys.readouterr().err
+    assert (keep / "notes.txt").read_text() == "precious"
+    assert a_file.read_text() == "x"
+
+
+def test_bad_seed_is_an_argument_error(short_headline: Path) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["compare", str(short_headline), "--flow", "mp", "--seed", "-1"])
+    assert e.value.code == 2

@@ -292,29 +292,29 @@ class Result:
         return target
 
 
-def check_output_directory(target: Path) -> None:
+def check_output_directory(target: Path, marker: str = "run.json") -> None:
     """Raise unless ``target`` may receive results: absent, or a directory that is empty or
-    holds earlier results (``run.json``). Writing replaces the whole directory, so anything
-    else there would be lost."""
+    holds earlier results (the file ``marker``, ``run.json`` for a run). Writing replaces the
+    whole directory, so anything else there would be lost."""
     if not target.exists():
         return
     if not target.is_dir():
         raise NotADirectoryError(f"{target} exists and is not a directory")
-    if (target / "run.json").is_file() or not any(target.iterdir()):
+    if (target / marker).is_file() or not any(target.iterdir()):
         return
     raise FileExistsError(
-        f"{target} exists and does not hold pathweave results (no run.json); writing would "
+        f"{target} exists and does not hold pathweave results (no {marker}); writing would "
         "replace it, so choose another directory or remove it"
     )
 
 
 @contextmanager
-def _atomic_directory(target: Path) -> Iterator[Path]:
+def _atomic_directory(target: Path, marker: str = "run.json") -> Iterator[Path]:
     """Yield an empty directory beside ``target``; on success it replaces ``target``.
 
     On failure the partial directory is removed and ``target`` is left as it was.
     """
-    check_output_directory(target)
+    check_output_directory(target, marker)
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"

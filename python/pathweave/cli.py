@@ -2,6 +2,7 @@
 
 * ``pathweave run FILE [--out DIR] [--seed N] [--format parquet|csv] [--plot] [--quiet]``
 * ``pathweave validate FILE``
+* ``pathweave compare FILE --flow NAME [--algorithms A,B,...] [--seed N] [--out DIR]``
 * ``pathweave sweep FILE [--jobs N | --dask ADDR] [--out DIR] [--cache DIR] [--force] [--quiet]``
 * ``pathweave reproduce [ID ...|all] [--quick] [--jobs N | --dask ADDR] [--out DIR] [--force]``
   and ``pathweave reproduce --list``
@@ -106,6 +107,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     val_p.add_argument("file", type=Path, metavar="FILE", help="scenario file (TOML)")
     val_p.set_defaults(command=_validate)
+
+    cmp_p = sub.add_parser(
+        "compare",
+        help="run a scenario once per algorithm of one flow and compare the shares",
+        description="Run a scenario once per congestion-control algorithm of one flow (every "
+        "variant is checked before the first run); print the flow's goodput against the mean "
+        "of the others and its subflows' throughputs.",
+    )
+    cmp_p.add_argument("file", type=Path, metavar="FILE", help="scenario file (TOML)")
+    cmp_p.add_argument(
+        "--flow", required=True, metavar="NAME", help="the [[flow]] whose algorithm varies"
+    )
+    cmp_p.add_argument(
+        "--algorithms",
+        default="uncoupled,lia,olia,balia",
+        metavar="A,B,...",
+        help="comma-separated algorithm names (default: %(default)s)",
+    )
+    cmp_p.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
+    cmp_p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="also write compare.csv and compare.png into DIR (replaced if it exists)",
+    )
+    cmp_p.add_argument("--quiet", action="store_true", help="print only errors")
+    cmp_p.set_defaults(command=_compare)
 
     sweep_p = sub.add_parser(
         "sweep",
@@ -250,6 +278,41 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     if not args.quiet:
         _summary(result, out, args.format)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pathweave import compare as cmp
+
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    try:
+        checked = cmp.variants(args.file, args.flow, algorithms)
+    except ScenarioError as e:
+        print(e, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (ValueError, OSError) as e:
+        _error(f"compare: {e}")
+        return EXIT_BAD_INPUT
+    if args.out is not None:
+        try:
+            check_output_directory(args.out, cmp.MARKER)  # before the runs
+        except OSError as e:
+            _error(f"--out: {e}")
+            return EXIT_BAD_INPUT
+    show_progress = not args.quiet and sys.stderr.isatty()
+    results = {alg: run(sc, seed=args.seed, progress=show_progress) for alg, sc in checked.items()}
+    comparison = cmp.Comparison(args.flow, results)
+    console = _console()
+    if not args.quiet:
+        cmp.print_table(comparison, console)
+    if args.out is not None:
+        try:
+            cmp.write(comparison, args.out)
+        except OSError as e:
+            _error(f"cannot write the comparison to {args.out}: {e}")
+            return EXIT_FAILURE
+        if not args.quiet:
+            console.print(Text(f"wrote {args.out / cmp.MARKER} and {args.out / 'compare.png'}"))
     return 0
 
 

@@ -5,15 +5,15 @@ flow on a shared bottleneck, run with uncoupled Reno, LIA, OLIA and Balia. Uncou
 take about two shares; the coupled algorithms about one.
 
     pathweave compare scenarios/headline.toml --flow mp --algorithms uncoupled,lia,olia,balia
+
+Every variant is parsed before the first run, so a bad algorithm name or flow is reported at
+once. ``--out DIR`` receives ``compare.csv`` and ``compare.png``; the directory is replaced
+only once both are written.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +24,14 @@ from rich.console import Console
 from rich.table import Table
 
 from pathweave import _core
-from pathweave._core import PathweaveError, ScenarioError
-from pathweave.api import Result, parse, run
+from pathweave._core import Scenario
+from pathweave.api import Result, _atomic_directory, load, parse, run
 
-__all__ = ["Comparison", "compare", "main", "plot_comparison"]
+__all__ = ["Comparison", "compare", "main", "plot_comparison", "print_table", "variants", "write"]
 
 DEFAULT_ALGORITHMS = ("uncoupled", "lia", "olia", "balia")
+# The file whose presence marks a directory as an earlier comparison (safe to replace).
+MARKER = "compare.csv"
 
 
 @dataclass
@@ -81,21 +83,44 @@ def _with_algorithm(doc: dict[str, Any], flow: str, algorithm: str) -> dict[str,
     return out
 
 
+def variants(
+    scenario: str | Path, flow: str, algorithms: Sequence[str] = DEFAULT_ALGORITHMS
+) -> dict[str, Scenario]:
+    """The scenario once per algorithm for the flow named ``flow``, each checked by the
+    simulator's parser. Raises ``ValueError`` for an empty or repeated algorithm list or an
+    unknown flow, ``ScenarioError`` for an unreadable or bad scenario or a bad algorithm."""
+    algorithms = list(algorithms)
+    if not algorithms:
+        raise ValueError("no algorithms to compare: give at least one, e.g. lia,olia")
+    repeated = sorted({a for a in algorithms if algorithms.count(a) > 1})
+    if repeated:
+        raise ValueError(f"algorithms listed more than once: {', '.join(repeated)}")
+    path = Path(scenario)
+    load(path)  # the scenario as written must be valid too; reports an unreadable file
+    doc = _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
+    return {
+        alg: parse(tomli_w.dumps(_with_algorithm(doc, flow, alg)), str(path)) for alg in algorithms
+    }
+
+
 def compare(
     scenario: str | Path,
     flow: str,
     algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
     seed: int | None = None,
 ) -> Comparison:
-    """Run `scenario` once per algorithm in `algorithms` for the flow named `flow`."""
-    path = Path(scenario)
-    doc = _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
-    results: dict[str, Result] = {}
-    for alg in algorithms:
-        text = tomli_w.dumps(_with_algorithm(doc, flow, alg))
-        sc = parse(text, str(path))
-        results[alg] = run(sc, seed=seed)
-    return Comparison(flow, results)
+    """Run ``scenario`` once per algorithm in ``algorithms`` for the flow named ``flow``
+    (all variants are checked first; see :func:`variants`)."""
+    checked = variants(scenario, flow, algorithms)
+    return Comparison(flow, {alg: run(sc, seed=seed) for alg, sc in checked.items()})
+
+
+def write(c: Comparison, out: Path) -> None:
+    """Write ``compare.csv`` and ``compare.png`` into ``out``, replacing it only when both are
+    complete. Raises ``OSError`` if ``out`` holds something other than earlier comparisons."""
+    with _atomic_directory(out, marker=MARKER) as tmp:
+        c.table().to_csv(tmp / MARKER, index=False)
+        plot_comparison(c, tmp / "compare.png")
 
 
 def plot_comparison(c: Comparison, png: Path) -> None:
@@ -158,7 +183,8 @@ def plot_comparison(c: Comparison, png: Path) -> None:
     plt.close(fig)
 
 
-def _print(c: Comparison, console: Console) -> None:
+def print_table(c: Comparison, console: Console) -> None:
+    """The comparison as a rich table."""
     df = c.table()
     t = Table(title=f"{c.flow}: goodput by algorithm")
     t.add_column("algorithm")
@@ -180,44 +206,10 @@ def _print(c: Comparison, console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``pathweave compare``: exit 0 on success, 2 on bad input, 1 on a failure."""
-    ap = argparse.ArgumentParser(prog="pathweave compare", description=__doc__.split("\n")[0])
-    ap.add_argument("scenario", type=Path)
-    ap.add_argument("--flow", required=True, help="the flow whose algorithm varies")
-    ap.add_argument(
-        "--algorithms",
-        default=",".join(DEFAULT_ALGORITHMS),
-        help="comma-separated algorithm names (default: %(default)s)",
-    )
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--out", type=Path, default=None, help="write compare.csv and compare.png")
-    args = ap.parse_args(argv)
-    console = Console()
-    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
-    try:
-        c = compare(args.scenario, args.flow, algorithms, args.seed)
-    except (ScenarioError, ValueError, OSError) as e:
-        print(f"pathweave compare: {e}", file=sys.stderr)
-        return 2
-    except PathweaveError as e:
-        print(f"pathweave compare: {e}", file=sys.stderr)
-        return 1
-    _print(c, console)
-    if args.out is not None:
-        out: Path = args.out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
-            c.table().to_csv(tmp / "compare.csv", index=False)
-            plot_comparison(c, tmp / "compare.png")
-            if out.exists():
-                shutil.rmtree(out)
-            os.replace(tmp, out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        console.print(f"wrote {out / 'compare.csv'} and {out / 'compare.png'}")
-    return 0
+    """``python -m pathweave.compare ARGS`` is ``pathweave compare ARGS``."""
+    from pathweave.cli import main as cli_main
+
+    return cli_main(["compare", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
