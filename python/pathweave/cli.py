@@ -31,6 +31,7 @@ from rich.text import Text
 from pathweave import _core
 from pathweave._core import PathweaveError, Scenario, ScenarioError
 from pathweave.api import Result, check_output_directory, load, run
+from pathweave.compare import DEFAULT_ALGORITHMS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmp_p.add_argument(
         "--algorithms",
-        default="uncoupled,lia,olia,balia",
+        default=",".join(DEFAULT_ALGORITHMS),
         metavar="A,B,...",
         help="comma-separated algorithm names (default: %(default)s)",
     )
