@@ -216,6 +216,7 @@ def test_same_seed_writes_byte_identical_files(
     assert one == two
     assert one["seed"] == 11
     assert one["scenario"] == "small"
+    assert one["description"] == "two Reno flows over a RED bottleneck"
     assert one["source"] == str(small_scenario)
     assert one["pathweave_version"] == pathweave.__version__
     assert one["stats"]["simulated_s"] == 5.0

@@ -628,3 +628,29 @@ def test_every_shipped_scenario_and_sweep_is_valid() -> None:
         assert p.points, path
     example = load_plan(root / "sweeps" / "red-dumbbell.toml")
     assert (len(example.points), len(example.seeds)) == (12, 3)
+
+
+def test_a_script_without_the_main_guard_fails_instead_of_hanging(tmp_path: Path) -> None:
+    # Spawned workers import the script again; unguarded, each starts a sweep of its own while
+    # it is imported, dies and is replaced. The sweep must give up with the reason.
+    scenario = write_scenario(tmp_path, SMALL, "small.toml")
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import pathweave
+            from pathweave import sweep
+            sweep.WORKER_START_TIMEOUT_S = 3.0
+            plan = pathweave.load_plan({str(scenario)!r}, sweep.Sweep(seeds=2))
+            pathweave.run_sweep(plan, {str(tmp_path / "cache")!r}, jobs=2)
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "did not start within 3 s" in last
+    assert 'if __name__ == "__main__":' in last
+    assert not list((tmp_path / "cache").glob("*/run.json"))  # nothing ran

@@ -249,6 +249,7 @@ class Result:
         """What ``run.json`` holds. Only ``wall_time_s`` differs between identical runs."""
         return {
             "scenario": self.scenario_name,
+            "description": self.scenario.description,
             "source": self.scenario.source,
             "seed": self.seed,
             "pathweave_version": _core.__version__,

@@ -86,6 +86,9 @@ __all__ = [
 SWEEP_TABLE = "sweep"
 """The top-level table of a scenario file that describes its sweep."""
 
+WORKER_START_TIMEOUT_S = 120.0
+"""How long local worker processes may take to start before a sweep gives up on them."""
+
 _CACHE_FORMAT = 1
 # Leftovers of writes that were killed midway are removed once this old (seconds). Younger
 # ones may belong to another sweep writing into the same cache right now.
@@ -733,6 +736,10 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _worker_ready() -> bool:
+    return True
+
+
 def _execute_pool(tasks: list[Task], jobs: int) -> Iterator[tuple[Task, _Outcome]]:
     # "spawn": fresh interpreters, safe whatever threads this process runs (a progress bar,
     # Dask, a test runner), and the same on Linux and macOS.
@@ -740,6 +747,17 @@ def _execute_pool(tasks: list[Task], jobs: int) -> Iterator[tuple[Task, _Outcome
     pool = context.Pool(jobs, initializer=_ignore_sigint)
     items = [(n, t.point.text, t.point.label, t.seed) for n, t in enumerate(tasks)]
     try:
+        # A worker that cannot start (a script without the __main__ guard starts a sweep
+        # again while it is imported) dies and is replaced for ever; fail instead of hanging.
+        try:
+            pool.apply_async(_worker_ready).get(timeout=WORKER_START_TIMEOUT_S)
+        except multiprocessing.TimeoutError:
+            raise PathweaveError(
+                f"the worker processes did not start within {WORKER_START_TIMEOUT_S:g} s. "
+                "Each worker imports the calling script again, so a script that runs sweeps "
+                "with more than one job must do so under 'if __name__ == \"__main__\":' "
+                "(or use jobs=1)"
+            ) from None
         for n, outcome in pool.imap_unordered(_pool_task, items, chunksize=1):
             yield tasks[n], outcome
         pool.close()

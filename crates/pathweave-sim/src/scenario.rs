@@ -819,7 +819,8 @@ impl Reader<'_> {
                             return Err(self.invalid(
                                 &join(path, "limit"),
                                 v,
-                                "RED's limit is in packets (\"50pkt\"); use mode = \"bytes\" to count bytes",
+                                "RED's limit is a number of packets (\"50pkt\"); with mode = \"bytes\" \
+                                 it counts units of mean_pkt_size, as ns-2's does",
                             ))
                         }
                     }

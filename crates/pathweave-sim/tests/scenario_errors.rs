@@ -277,6 +277,11 @@ fn red_auto_mistakes_name_what_is_allowed() {
             &["link[0].queue.target_delay", "greater than zero"],
         ),
         (
+            // A size is a drop-tail limit; RED's is in packets even in byte mode.
+            r#"{ type = "red", mode = "bytes", limit = "50KB" }"#,
+            &["link[0].queue.limit", "\"50pkt\"", "units of mean_pkt_size"],
+        ),
+        (
             // 40 Mbps: the automatic min_th is 25, above the given max_th.
             r#"{ type = "red", min_th = "auto", max_th = 20 }"#,
             &[
