@@ -484,6 +484,18 @@ def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
     assert blocker.read_text() == "not a directory"
 
 
+def test_out_that_cannot_be_created_is_refused_before_running(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, GOOD, "good.toml")
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file, so nothing can be made below it")
+    proc = pathweave_cli("run", scenario, "--out", blocker / "results")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("pathweave: --out: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "simulated" not in proc.stdout  # refused before the run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.toml", "taken"]
+
+
 def test_out_holding_other_data_is_refused_before_running(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, GOOD, "good.toml")
     out = tmp_path / "notes"

@@ -105,3 +105,9 @@ def test_bad_seed_is_an_argument_error(short_headline: Path) -> None:
     with pytest.raises(SystemExit) as e:
         cli.main(["compare", str(short_headline), "--flow", "mp", "--seed", "-1"])
     assert e.value.code == 2
+
+
+def test_a_counted_flow_is_refused_before_running(capsys: pytest.CaptureFixture[str]) -> None:
+    dumbbell = ROOT / "scenarios" / "dumbbell.toml"
+    assert cli.main(["compare", str(dumbbell), "--flow", "reno{i}", "--algorithms", "lia"]) == 2
+    assert "stamped out 8 times" in capsys.readouterr().err

@@ -21,6 +21,9 @@ import pathweave
 from conftest import SMALL, SWEEP, run_cli, write_scenario
 from pathweave import sweep as sweep_mod
 from pathweave.sweep import (
+    MAX_POINTS,
+    MAX_RUNS,
+    MAX_SEEDS,
     Sweep,
     SweepError,
     core_fingerprint,
@@ -214,9 +217,31 @@ def test_bad_sweep_tables(tmp_path: Path) -> None:
         ("sweep = 3\n" + SMALL, "sweep = 3: must be a table"),
         (SMALL + "[sweep]\ngrid = 3\n", "sweep.grid must be a table"),
         (SMALL + "[sweep]\nseeds = 0\n", "sweep.seeds = 0"),
+        # Bounded before anything is built: a billion seeds would fill the memory first.
+        (SMALL + "[sweep]\nseeds = 1000000000\n", "count from 1 to 10,000"),
+        (SMALL + '[sweep.grid]\n"sweep.seeds" = [1, 2]\n', "cannot vary or set its own table"),
+        (SMALL + '[sweep.set]\n"sweep.grid" = 1\n', "cannot vary or set its own table"),
     ]:
         with pytest.raises(SweepError, match=message):
             load_plan(write_scenario(tmp_path, text, "t.toml"))
+
+
+def test_sweeps_beyond_the_size_limits_are_refused_before_expanding(tmp_path: Path) -> None:
+    # 6 keys x 10 values = 10**6 points, over MAX_POINTS: refused at once, not after
+    # validating a million scenarios (the check counts the points without building them).
+    ten = ", ".join(f'"{n}s"' for n in range(1, 11))
+    grid = "".join(f'"flow[0].key{k}" = [{ten}]\n' for k in range(6))
+    start = time.monotonic()
+    with pytest.raises(SweepError, match=r"1,000,000 points x 1 seeds; at most 100,000 points"):
+        load_plan(write_scenario(tmp_path, SMALL + "\n[sweep.grid]\n" + grid, "points.toml"))
+    assert time.monotonic() - start < 5
+    # 200 points, each within the limits, but 200 x 10,000 seeds is over MAX_RUNS.
+    many = ", ".join(f'"{n}ms"' for n in range(1, 201))
+    text = SMALL + f'\n[sweep]\nseeds = {MAX_SEEDS}\n[sweep.grid]\n"flow[0].key" = [{many}]\n'
+    assert MAX_POINTS >= 200
+    assert 200 * MAX_SEEDS > MAX_RUNS
+    with pytest.raises(SweepError, match=r"200 points x 10,000 seeds.*1,000,000 runs"):
+        load_plan(write_scenario(tmp_path, text, "runs.toml"))
 
 
 def test_an_invalid_base_file_is_a_scenario_error(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import math
 import os
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -294,19 +295,22 @@ class Result:
 
 
 def check_output_directory(target: Path, marker: str = "run.json") -> None:
-    """Raise unless ``target`` may receive results: absent, or a directory that is empty or
-    holds earlier results (the file ``marker``, ``run.json`` for a run). Writing replaces the
-    whole directory, so anything else there would be lost."""
-    if not target.exists():
-        return
-    if not target.is_dir():
-        raise NotADirectoryError(f"{target} exists and is not a directory")
-    if (target / marker).is_file() or not any(target.iterdir()):
-        return
-    raise FileExistsError(
-        f"{target} exists and does not hold pathweave results (no {marker}); writing would "
-        "replace it, so choose another directory or remove it"
-    )
+    """Raise (``OSError``) unless ``target`` may receive results: absent, or a directory that
+    is empty or holds earlier results (the file ``marker``, ``run.json`` for a run), in a
+    directory that can be written (created if missing). Writing replaces the whole directory,
+    so anything else there would be lost."""
+    if target.exists():
+        if not target.is_dir():
+            raise NotADirectoryError(f"{target} exists and is not a directory")
+        if not ((target / marker).is_file() or not any(target.iterdir())):
+            raise FileExistsError(
+                f"{target} exists and does not hold pathweave results (no {marker}); writing "
+                "would replace it, so choose another directory or remove it"
+            )
+    # The results are written beside the target and renamed; try that now, not after a run.
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    os.rmdir(tempfile.mkdtemp(prefix=f".{target.name}.probe-", dir=parent))
 
 
 @contextmanager

@@ -78,6 +78,11 @@ def _with_algorithm(doc: dict[str, Any], flow: str, algorithm: str) -> dict[str,
         names = ", ".join(str(f.get("name")) for f in flows)
         raise ValueError(f"no [[flow]] is named {flow!r} (flows: {names})")
     for f in hits:
+        if f.get("count", 1) != 1:
+            raise ValueError(
+                f"[[flow]] {flow!r} is stamped out {f['count']} times (count); compare varies "
+                "one flow, so give it a flow without count"
+            )
         f["algorithm"] = algorithm
     out["flow"] = flows
     return out

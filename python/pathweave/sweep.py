@@ -86,6 +86,13 @@ __all__ = [
 SWEEP_TABLE = "sweep"
 """The top-level table of a scenario file that describes its sweep."""
 
+MAX_SEEDS = 10_000
+"""The most seeds one sweep runs per point."""
+MAX_POINTS = 100_000
+"""The most points one sweep expands to (each is validated before any run)."""
+MAX_RUNS = 1_000_000
+"""The most runs (points times seeds) one sweep holds."""
+
 WORKER_START_TIMEOUT_S = 120.0
 """How long local worker processes may take to start before a sweep gives up on them."""
 
@@ -135,9 +142,15 @@ class Sweep:
     def check(self, where: str = "<string>") -> None:
         """Raise ``SweepError`` unless every part is well formed (values are not checked
         here: the simulator checks them point by point)."""
+        for table, entries in (("grid", self.grid), ("zip", self.zipped), ("set", self.set)):
+            for key in entries:
+                if _parse_path(key, f"{where}: sweep.{table}.{_quote(key)}")[0][0] == SWEEP_TABLE:
+                    raise SweepError(
+                        f"{where}: sweep.{table}.{_quote(key)}: a sweep cannot vary or set its "
+                        "own table; give the seeds as sweep.seeds"
+                    )
         for table, entries in (("grid", self.grid), ("zip", self.zipped)):
             for key, values in entries.items():
-                _parse_path(key, f"{where}: sweep.{table}.{_quote(key)}")
                 if (
                     isinstance(values, str | bytes)
                     or not isinstance(values, Sequence)
@@ -174,7 +187,7 @@ class Sweep:
         if isinstance(seeds, bool):
             pass
         elif isinstance(seeds, int):
-            if seeds >= 1:
+            if 1 <= seeds <= MAX_SEEDS:
                 return tuple(range(1, seeds + 1))
         elif (
             isinstance(seeds, Sequence)
@@ -183,11 +196,15 @@ class Sweep:
             and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
         ):
             out = tuple(int(s) for s in seeds)
-            if all(0 <= s < 2**64 for s in out) and len(set(out)) == len(out):
+            if (
+                len(out) <= MAX_SEEDS
+                and all(0 <= s < 2**64 for s in out)
+                and len(set(out)) == len(out)
+            ):
                 return out
         raise SweepError(
-            f"{where}: sweep.seeds = {show_value(seeds)}: must be a count of at least 1 or a "
-            "list of distinct seeds from 0 to 2**64 - 1"
+            f"{where}: sweep.seeds = {show_value(seeds)}: must be a count from 1 to "
+            f"{MAX_SEEDS:,} or a list of at most {MAX_SEEDS:,} distinct seeds from 0 to 2**64 - 1"
         )
 
     def to_table(self) -> dict[str, Any]:
@@ -206,6 +223,11 @@ class Sweep:
     def varied(self) -> list[str]:
         """The keys a point's ``params`` hold: the grid's, then the zipped ones."""
         return [*self.grid, *self.zipped]
+
+    def size(self) -> int:
+        """How many points ``combinations()`` gives, computed without building them."""
+        rows = len(next(iter(self.zipped.values()))) if self.zipped else 1
+        return math.prod(len(v) for v in self.grid.values()) * rows
 
     def combinations(self) -> list[tuple[Any, ...]]:
         """Every point's values, in the order of ``varied()``: the cartesian product of the
@@ -316,6 +338,13 @@ def plan(sources: Sequence[str | os.PathLike[str]], sweep: Sweep | None = None) 
     else:
         sweep.check(bases[0][0])
     seeds = sweep.seed_list(bases[0][0])
+    n_points = len(bases) * sweep.size()
+    if n_points > MAX_POINTS or n_points * len(seeds) > MAX_RUNS:
+        raise SweepError(
+            f"{bases[0][0]}: the sweep has {n_points:,} points x {len(seeds):,} seeds; at most "
+            f"{MAX_POINTS:,} points and {MAX_RUNS:,} runs are allowed: split it into several "
+            "sweeps (they can share one cache)"
+        )
     keys = sweep.varied()
     points: list[Point] = []
     for label, doc, _ in bases:
@@ -389,11 +418,13 @@ def _point_error(
     point = ", ".join(f"{k} = {show_value(v)}" for k, v in values.items())
     if culprits:
         kind, key, value = culprits[0]
+        at = f" (point {index}: {point})" if point else ""
         return SweepError(
-            f"{label}: sweep.{kind}.{_quote(key)} = {show_value(value)} (point {index}: {point}) "
-            f"is not valid: {where}"
+            f"{label}: sweep.{kind}.{_quote(key)} = {show_value(value)}{at} is not valid: {where}"
         )
-    return SweepError(f"{label}: sweep point {index} ({point}) is not valid: {where}")
+    return SweepError(
+        f"{label}: sweep point {index} ({point or 'the base scenario'}) is not valid: {where}"
+    )
 
 
 def _covers(key: str, fld: str | None) -> bool:
