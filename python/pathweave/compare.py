@@ -103,8 +103,13 @@ def variants(
     path = Path(scenario)
     load(path)  # the scenario as written must be valid too; reports an unreadable file
     doc = _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
+    # The label names the variant, so an error says which algorithm it came with.
     return {
-        alg: parse(tomli_w.dumps(_with_algorithm(doc, flow, alg)), str(path)) for alg in algorithms
+        alg: parse(
+            tomli_w.dumps(_with_algorithm(doc, flow, alg)),
+            f"{path} (flow {flow!r} with algorithm = {alg!r})",
+        )
+        for alg in algorithms
     }
 
 
