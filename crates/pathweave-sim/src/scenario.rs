@@ -6,9 +6,10 @@
 //! its own delay and `path = ["src{i}", "core", "dst{i}"]` its own access links.
 
 use crate::link::{LinkDirSpec, LossModel, QueueSpec};
-use crate::quantity::{eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME_UNITS};
+use crate::quantity::{clip, eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME_UNITS};
 use crate::red::RedParams;
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
+use pathweave_cc::cc::multipath::bmc::InitialWeights;
 use pathweave_cc::cc::multipath::rpmp::{RpMpDecrease, SlowStart};
 use pathweave_cc::cc::multipath::{
     Algorithm, AnyMultipathController, Arithmetic, ConfigError, Counting, MultipathConfig,
@@ -19,6 +20,30 @@ use pathweave_cc::rtt::RtoConfig;
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
 use std::collections::BTreeMap;
 use toml::{Table, Value};
+
+/// The longest time a scenario may give (duration, delays, start and stop times, periods):
+/// 10^7 s, about 116 days. In nanoseconds (10^16) it leaves the `u64` clock room for over a
+/// thousand such times added together.
+pub const MAX_TIME: Duration = Duration(10_000_000 * 1_000_000_000);
+/// The fastest rate a link, event or cbr flow may have: 10 Tbit/s.
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+/// The largest size (transfer, buffer, receive buffer): 10^12 bytes, written "1000GB".
+pub const MAX_SIZE_BYTES: u64 = 1_000_000_000_000;
+/// The largest TCP header (`header`): an Ethernet MTU, 1500 bytes.
+pub const MAX_HEADER_BYTES: u32 = 1500;
+/// The largest `min_rto`: the RTO's upper bound (RFC 6298 (2.5), `RtoConfig::max_rto`), 60 s,
+/// which a larger minimum would silently become.
+pub const MAX_MIN_RTO: Duration = Duration(60 * 1_000_000_000);
+/// The shortest interval between a cbr flow's datagrams, 100 ns. The interval is a whole
+/// number of nanoseconds rounded up, so at 100 ns the rate is at most 1% below the one given.
+pub const MIN_CBR_INTERVAL: Duration = Duration(100);
+/// The most rows the time series of one run may hold: every sample has one row per flow,
+/// one per TCP subflow and one per sampled link direction (every link direction a path
+/// traverses forward). 10^7 rows take about 1 GB at worst (a subflow row is 13 numbers); the
+/// largest shipped scenario needs about 51 000.
+pub const MAX_SAMPLE_ROWS: u64 = 10_000_000;
+/// The largest seed: the largest TOML integer, 2^63 − 1.
+pub const MAX_SEED: u64 = i64::MAX as u64;
 
 /// A scenario that could not be loaded.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -357,11 +382,13 @@ struct Reader<'a> {
 
 type R<T> = Result<T, ScenarioError>;
 
+/// A value as an error repeats it: tables elided, long arrays counted, at most
+/// [`MAX_ECHO_CHARS`](crate::quantity::MAX_ECHO_CHARS) characters.
 fn show(v: &Value) -> String {
     match v {
         Value::Table(_) => "{…}".into(),
         Value::Array(a) if a.len() > 6 => format!("[… {} items]", a.len()),
-        other => other.to_string(),
+        other => clip(&other.to_string()),
     }
 }
 
@@ -424,7 +451,7 @@ impl Reader<'_> {
         for (k, v) in t {
             if !allowed.contains(&k.as_str()) {
                 return Err(self.invalid(
-                    &join(path, k),
+                    &join(path, &clip(k)),
                     v,
                     format!("unknown field (allowed here: {})", allowed.join(", ")),
                 ));
@@ -436,6 +463,11 @@ impl Reader<'_> {
     fn number(&self, field: &str, v: &Value) -> R<f64> {
         match v {
             Value::Integer(i) => Ok(*i as f64),
+            Value::Float(f) if !f.is_finite() => Err(self.invalid(
+                field,
+                v,
+                "expected a finite number (inf and nan are not allowed)",
+            )),
             Value::Float(f) => Ok(*f),
             Value::String(s) => eval(s).map_err(|e| {
                 self.invalid(
@@ -472,7 +504,15 @@ impl Reader<'_> {
         if ns < 0.0 {
             return Err(self.invalid(field, v, "a time cannot be negative"));
         }
-        Ok(Duration(ns.round() as u64))
+        let ns = ns.round();
+        if ns > MAX_TIME.0 as f64 {
+            return Err(self.invalid(
+                field,
+                v,
+                "a time must be at most 10000000s (10^7 s, about 116 days)",
+            ));
+        }
+        Ok(Duration(ns as u64))
     }
 
     fn positive_time(&self, field: &str, v: &Value) -> R<Duration> {
@@ -488,7 +528,11 @@ impl Reader<'_> {
         if bps < 1.0 {
             return Err(self.invalid(field, v, "a rate must be positive (at least 1bps)"));
         }
-        Ok(Bandwidth::from_bps(bps.round() as u64))
+        let bps = bps.round();
+        if bps > MAX_RATE_BPS as f64 {
+            return Err(self.invalid(field, v, "a rate must be at most 10Tbps"));
+        }
+        Ok(Bandwidth::from_bps(bps as u64))
     }
 
     fn size(&self, field: &str, v: &Value) -> R<u64> {
@@ -501,7 +545,11 @@ impl Reader<'_> {
         if b < 1.0 {
             return Err(self.invalid(field, v, "a size must be at least 1B"));
         }
-        Ok(b.round() as u64)
+        let b = b.round();
+        if b > MAX_SIZE_BYTES as f64 {
+            return Err(self.invalid(field, v, "a size must be at most 1000GB (10^12 bytes)"));
+        }
+        Ok(b as u64)
     }
 
     fn small_size(&self, field: &str, v: &Value, max: u64) -> R<u32> {
@@ -536,6 +584,13 @@ impl Reader<'_> {
                 )
             }),
             Value::Integer(i) => Ok(Some(*i as f64)),
+            Value::Float(f) if !f.is_finite() => Err(self.invalid(
+                field,
+                v,
+                format!(
+                    "expected {what} (a finite number; inf and nan are not allowed) or \"auto\""
+                ),
+            )),
             Value::Float(f) => Ok(Some(*f)),
             _ => Err(self.invalid(
                 field,
@@ -625,7 +680,7 @@ impl Reader<'_> {
             return Err(self.invalid(
                 &field,
                 cv,
-                format!("with count > 1 the name (\"{name}\") must contain {{i}} or {{n}} so each copy is unique"),
+                format!("with count > 1 the name (\"{}\") must contain {{i}} or {{n}} so each copy is unique", clip(name)),
             ));
         }
         let mut base = t.clone();
@@ -677,24 +732,13 @@ impl Reader<'_> {
             }
         };
         let seed = match root.get("seed") {
-            Some(v) => self.whole("seed", v, 0, u32::MAX as u64 * 1024)?,
+            Some(v) => self.seed(v)?,
             None => 1,
         };
         let sample_interval = match root.get("sample_interval") {
             Some(v) => self.positive_time("sample_interval", v)?,
             None => Duration::from_millis(100),
         };
-        if sample_interval.as_nanos() * 1_000_000 < duration.as_nanos() {
-            let v = root
-                .get("sample_interval")
-                .cloned()
-                .unwrap_or(Value::String("100ms".into()));
-            return Err(self.invalid(
-                "sample_interval",
-                &v,
-                "would record more than a million samples per series; use a longer interval",
-            ));
-        }
         let tcp_defaults = match root.get("tcp") {
             Some(v) => {
                 let t = self.table("tcp", v)?;
@@ -764,6 +808,7 @@ impl Reader<'_> {
                 flows.push(f);
             }
         }
+        self.check_sample_rows(root, duration, sample_interval, &flows)?;
         Ok(Scenario {
             source: self.file.to_string(),
             name,
@@ -774,6 +819,81 @@ impl Reader<'_> {
             links,
             flows,
         })
+    }
+
+    /// `seed`: an integer from 0 to [`MAX_SEED`], the largest TOML integer. A float or an
+    /// expression must be exact in floating point, so at most 2^53.
+    fn seed(&self, v: &Value) -> R<u64> {
+        const EXACT: u64 = 1 << 53;
+        match v {
+            Value::Integer(i) => u64::try_from(*i).map_err(|_| {
+                self.invalid(
+                    "seed",
+                    v,
+                    format!("expected a whole number from 0 to {MAX_SEED} (2^63 - 1, the largest TOML integer)"),
+                )
+            }),
+            _ => {
+                let x = self.number("seed", v)?;
+                if x.fract() != 0.0 || !(0.0..=EXACT as f64).contains(&x) {
+                    return Err(self.invalid(
+                        "seed",
+                        v,
+                        format!(
+                            "expected a whole number from 0 to {EXACT} (2^53, exact as a float \
+                             or an expression); write a larger seed as a TOML integer, at most \
+                             {MAX_SEED}"
+                        ),
+                    ));
+                }
+                Ok(x as u64)
+            }
+        }
+    }
+
+    /// The time series hold one row per sample for every flow, TCP subflow and sampled link
+    /// direction; refuse a run whose rows would exceed [`MAX_SAMPLE_ROWS`].
+    fn check_sample_rows(
+        &self,
+        root: &Table,
+        duration: Duration,
+        interval: Duration,
+        flows: &[FlowSpec],
+    ) -> R<()> {
+        // The sampler fires at every multiple of the interval up to the end.
+        let samples = duration.as_nanos() / interval.as_nanos().max(1);
+        let subflows: usize = flows
+            .iter()
+            .filter(|f| matches!(f.kind, FlowKind::Tcp { .. }))
+            .map(|f| f.subflows.len())
+            .sum();
+        let directions: std::collections::BTreeSet<(usize, bool)> = flows
+            .iter()
+            .flat_map(|f| &f.subflows)
+            .flat_map(|sf| &sf.path)
+            .map(|h| (h.link, h.reverse))
+            .collect();
+        let per_sample = (flows.len() + subflows + directions.len()) as u128;
+        let rows = samples as u128 * per_sample;
+        if rows > MAX_SAMPLE_ROWS as u128 {
+            let v = root
+                .get("sample_interval")
+                .cloned()
+                .unwrap_or(Value::String("100ms".into()));
+            return Err(self.invalid(
+                "sample_interval",
+                &v,
+                format!(
+                    "the time series would hold {rows} rows ({samples} samples of {} flows, \
+                     {subflows} TCP subflows and {} sampled link directions), more than \
+                     {MAX_SAMPLE_ROWS}; use a longer sample_interval, a shorter duration or \
+                     fewer flows",
+                    flows.len(),
+                    directions.len()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn queue(&self, v: &Value, path: &str, rate: Bandwidth, delay: Duration) -> R<QueueSpec> {
@@ -945,6 +1065,14 @@ impl Reader<'_> {
         if b < 1.0 {
             return Err(self.invalid(field, v, "a buffer must hold at least 1B"));
         }
+        let b = b.round();
+        if b > MAX_SIZE_BYTES as f64 {
+            return Err(self.invalid(
+                field,
+                v,
+                "a buffer must hold at most 1000GB (10^12 bytes), or give packets (\"100pkt\")",
+            ));
+        }
         Ok(crate::link::Limit::Bytes(b as u64))
     }
 
@@ -1002,6 +1130,8 @@ impl Reader<'_> {
             loss: loss("reverse_loss")?,
         };
         let mut events = Vec::new();
+        // Outages as (from, to, event index), to refuse overlapping ones.
+        let mut outages: Vec<(Instant, Instant, usize)> = Vec::new();
         if let Some(ev) = t.get("event") {
             let Value::Array(list) = ev else {
                 return Err(self.invalid(
@@ -1054,11 +1184,37 @@ impl Reader<'_> {
                         at: at + d,
                         change: LinkChange::Up,
                     });
+                    outages.push((at, at + d, k));
                     any = true;
                 }
                 if !any {
                     return Err(self.missing(&epath, "an event changes rate, delay, or takes the link down for a time (down = \"2s\")"));
                 }
+            }
+        }
+        outages.sort_by_key(|o| (o.0, o.2));
+        for w in outages.windows(2) {
+            let ((from, to, k), (next, _, j)) = (w[0], w[1]);
+            if next <= to {
+                let epath = format!("{path}.event[{j}]");
+                let v = t
+                    .get("event")
+                    .and_then(|e| e.get(j))
+                    .and_then(|e| e.get("at"))
+                    .cloned()
+                    .unwrap_or(Value::Boolean(false));
+                return Err(self.invalid(
+                    &join(&epath, "at"),
+                    &v,
+                    format!(
+                        "this outage starts at {} s, before or as the outage of {path}.event[{k}] \
+                         ({} s to {} s) ends; outages of one link must not overlap or touch \
+                         (give one event with the whole down time)",
+                        next.0 as f64 / 1e9,
+                        from.0 as f64 / 1e9,
+                        to.0 as f64 / 1e9
+                    ),
+                ));
             }
         }
         events.sort_by_key(|e| e.at);
@@ -1156,14 +1312,7 @@ impl Reader<'_> {
             s.mss = self.small_size(&join(path, "mss"), v, 65_000)?;
         }
         if let Some(v) = t.get("header") {
-            let f = join(path, "header");
-            s.header = self.size(&f, v).map(|b| b as u32).or_else(|e| {
-                if matches!(v, Value::String(x) if x.trim().starts_with('0')) {
-                    Ok(0)
-                } else {
-                    Err(e)
-                }
-            })?;
+            s.header = self.header(&join(path, "header"), v)?;
         }
         if let Some(v) = t.get("ack_size") {
             s.ack_size = self.small_size(&join(path, "ack_size"), v, 65_000)?;
@@ -1172,7 +1321,15 @@ impl Reader<'_> {
             s.initial_window = self.whole(&join(path, "initial_window"), v, 1, 1000)? as u32;
         }
         if let Some(v) = t.get("min_rto") {
-            s.min_rto = self.positive_time(&join(path, "min_rto"), v)?;
+            let f = join(path, "min_rto");
+            s.min_rto = self.positive_time(&f, v)?;
+            if s.min_rto > MAX_MIN_RTO {
+                return Err(self.invalid(
+                    &f,
+                    v,
+                    "must be at most 60s, the RTO's upper bound (RFC 6298 (2.5))",
+                ));
+            }
         }
         if let Some(v) = t.get("delayed_ack") {
             let f = join(path, "delayed_ack");
@@ -1209,7 +1366,44 @@ impl Reader<'_> {
                 _ => return Err(self.invalid(&f, v, "allowed: \"reno\", \"newreno\", \"sack\"")),
             };
         }
+        // The receive buffer is kept in segments of mss, a u32; either key may be the one
+        // written here (the other may come from [tcp]).
+        if let Some(b) = s.receive_buffer {
+            let segments = b.div_ceil(s.mss as u64);
+            if segments >= u32::MAX as u64 {
+                let key = if t.contains_key("receive_buffer") {
+                    "receive_buffer"
+                } else {
+                    "mss"
+                };
+                let v = t.get(key).cloned().unwrap_or(Value::Integer(0));
+                return Err(self.invalid(
+                    &join(path, key),
+                    &v,
+                    format!(
+                        "receive_buffer is {segments} segments of mss = {}B (at most {}); \
+                         give a smaller receive_buffer or a larger mss",
+                        s.mss,
+                        u32::MAX - 1
+                    ),
+                ));
+            }
+        }
         Ok(s)
+    }
+
+    /// `header`: the TCP/IP header bytes of a data segment, from 0B to [`MAX_HEADER_BYTES`].
+    fn header(&self, field: &str, v: &Value) -> R<u32> {
+        let b = self.quantity(field, v, SIZE_UNITS, "a header size such as \"40B\"")?;
+        let b = b.round();
+        if !(0.0..=MAX_HEADER_BYTES as f64).contains(&b) {
+            return Err(self.invalid(
+                field,
+                v,
+                format!("a header must be from 0B to {MAX_HEADER_BYTES}B"),
+            ));
+        }
+        Ok(b as u32)
     }
 
     fn traffic(&self, v: &Value, path: &str) -> R<Traffic> {
@@ -1381,6 +1575,18 @@ impl Reader<'_> {
                     ));
                 }
             }
+            for key in TCP_KEYS {
+                if let Some(v) = t.get(*key) {
+                    return Err(self.invalid(
+                        &join(path, key),
+                        v,
+                        format!(
+                            "{key} is a TCP setting and a cbr flow sends UDP datagrams; remove \
+                             it (the datagram size is traffic.size)"
+                        ),
+                    ));
+                }
+            }
             let rate = match tt.get("rate") {
                 Some(v) => self.rate(&join(&tp, "rate"), v)?,
                 None => {
@@ -1393,6 +1599,22 @@ impl Reader<'_> {
                 Some(v) => self.small_size(&join(&tp, "size"), v, 65_535)?,
                 None => 1000,
             };
+            let interval = rate.transmission_time(Bytes(size as u64));
+            if interval.is_none_or(|d| d < MIN_CBR_INTERVAL) {
+                let v = tt.get("rate").cloned().unwrap_or(Value::Boolean(false));
+                return Err(self.invalid(
+                    &join(&tp, "rate"),
+                    &v,
+                    format!(
+                        "sends a {size}B datagram every {} ns; the interval must be at least \
+                         {} ns (it is rounded up to whole nanoseconds), so at this size the \
+                         rate may be at most {}Mbps",
+                        interval.map_or(0, |d| d.as_nanos()),
+                        MIN_CBR_INTERVAL.as_nanos(),
+                        size as u64 * 8 * 1000 / MIN_CBR_INTERVAL.as_nanos()
+                    ),
+                ));
+            }
             if subflows.len() > 1 {
                 return Err(self.invalid(
                     &join(path, "subflows"),
@@ -1405,6 +1627,7 @@ impl Reader<'_> {
             let cfg = self.tcp_settings(t, path, *tcp)?;
             let control = self.control(t, path, &cfg)?;
             self.check_bmc_period(t, path, &control, &subflows, links)?;
+            self.check_bmc_lists(t, path, &control, subflows.len())?;
             let traffic = match traffic_v {
                 Some(v) => self.traffic(v, &join(path, "traffic"))?,
                 None => Traffic::Bulk,
@@ -1580,6 +1803,20 @@ impl Reader<'_> {
             };
         }
         if let Err(e) = config.validate() {
+            if let Some((f, v)) = self.config_error_field(t, path, &e) {
+                let message = match e {
+                    // The one contradiction between two keys: name both.
+                    ConfigError::OutOfRange {
+                        parameter: "approximate maximum (1 = on)",
+                        ..
+                    } => "lia: the approximate maximum exists only with arithmetic = \"spec\" \
+                          (the linux arithmetic has its own best-path rule); remove maximum or \
+                          arithmetic"
+                        .to_string(),
+                    e => e.to_string(),
+                };
+                return Err(self.invalid(&f, &v, message));
+            }
             let v = t
                 .get("algorithm")
                 .cloned()
@@ -1587,6 +1824,68 @@ impl Reader<'_> {
             return Err(self.invalid(&field, &v, e.to_string()));
         }
         Ok(ControlSpec { name, config })
+    }
+
+    /// The key a controller's configuration error is about, with its value as written: the
+    /// parameter the error names if the flow sets it (for a list, the offending item), else
+    /// `None` (the error is about the algorithm as a whole).
+    fn config_error_field(
+        &self,
+        t: &Table,
+        path: &str,
+        e: &ConfigError,
+    ) -> Option<(String, Value)> {
+        let (parameter, bad) = match e {
+            ConfigError::OutOfRange {
+                parameter, value, ..
+            } => (*parameter, Some(*value)),
+            ConfigError::ListLength { parameter, .. } => (*parameter, None),
+            // The weights must sum to P: the list is what to change.
+            ConfigError::WeightSum { .. } => ("weights", None),
+            _ => return None,
+        };
+        let key = match parameter {
+            "approximate maximum (1 = on)" => "maximum",
+            p => p,
+        };
+        let v = t.get(key)?;
+        if let (Value::Array(items), Some(bad)) = (v, bad) {
+            let at = items
+                .iter()
+                .position(|x| self.number("", x).is_ok_and(|x| x == bad));
+            if let Some(i) = at {
+                return Some((format!("{path}.{key}[{i}]"), items[i].clone()));
+            }
+        }
+        Some((join(path, key), v.clone()))
+    }
+
+    /// BMC's `weights` or `rate_hints` list one value per subflow in path-id order. A shorter
+    /// list is the controller's documented rule (bmc.rs: a path beyond the list's end takes the
+    /// list's mean as its base); a longer one names subflows that do not exist.
+    fn check_bmc_lists(&self, t: &Table, path: &str, control: &ControlSpec, n: usize) -> R<()> {
+        let Control::Multipath(MultipathConfig::Bmc(b)) = &control.config else {
+            return Ok(());
+        };
+        let (key, list) = match b.initial_weights() {
+            InitialWeights::Weights(w) => ("weights", w),
+            InitialWeights::RateHints(h) => ("rate_hints", h),
+            InitialWeights::Equal => return Ok(()),
+        };
+        if list.len() > n {
+            let v = t.get(key).cloned().unwrap_or(Value::Boolean(false));
+            return Err(self.invalid(
+                &join(path, key),
+                &v,
+                format!(
+                    "{} values for {n} subflow{}; give at most one per subflow, in path-id order \
+                     (a subflow beyond the list's end takes the list's mean)",
+                    list.len(),
+                    if n == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// `slow_start = "coupled" | "uncoupled"` of `rpmp-v2` and `mptcp-bytes`.
@@ -1759,6 +2058,17 @@ impl Reader<'_> {
                             if s >= duration {
                                 return Err(self.invalid(&join(&sp, "start"), v, "starts at or after the end of the simulation"));
                             }
+                            if let Some(fs) = flow_stop.filter(|fs| s.as_nanos() >= fs.0) {
+                                return Err(self.invalid(
+                                    &join(&sp, "start"),
+                                    v,
+                                    format!(
+                                        "starts at or after the flow stops ({path}.stop = {} s); \
+                                         a subflow must join before its flow stops",
+                                        fs.0 as f64 / 1e9
+                                    ),
+                                ));
+                            }
                             Some(Instant(s.max(flow_start).as_nanos()))
                         }
                         None => None,
@@ -1817,17 +2127,29 @@ impl Reader<'_> {
                 None => (false, s),
             };
             let Some(link) = links.iter().position(|l| l.name == name) else {
-                let known: Vec<&str> = links.iter().take(12).map(|l| l.name.as_str()).collect();
+                let known: Vec<String> = links.iter().take(12).map(|l| clip(&l.name)).collect();
                 let more = if links.len() > 12 { ", …" } else { "" };
                 return Err(self.invalid(
                     &f,
                     item,
                     format!(
-                        "no link is called '{name}' (links: {}{more})",
+                        "no link is called '{}' (links: {}{more})",
+                        clip(name),
                         known.join(", ")
                     ),
                 ));
             };
+            if let Some(j) = hops.iter().position(|h: &Hop| h.link == link) {
+                return Err(self.invalid(
+                    &f,
+                    item,
+                    format!(
+                        "link '{}' is already on this path ({field}[{j}]); a path crosses \
+                         each link at most once, in either direction",
+                        clip(name)
+                    ),
+                ));
+            }
             hops.push(Hop { link, reverse });
         }
         Ok(hops)

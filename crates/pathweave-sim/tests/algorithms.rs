@@ -152,10 +152,19 @@ fn bmc_weights_appear_in_the_series_and_sum_to_the_flowshares() {
 #[test]
 fn bmc_and_aimd_parameter_mistakes_are_named() {
     let cases = [
-        ("weights = [0.5, 0.4]", "flow[0].algorithm", "sum"),
-        ("weights = [-0.5, 1.5]", "flow[0].algorithm", "weights"),
-        ("k = 4", "flow[0].algorithm", "k = 4"),
-        ("k = 0", "flow[0].algorithm", "k = 0"),
+        // Each range error names its own key (and a list's offending item), not algorithm.
+        (
+            "weights = [0.5, 0.4]",
+            "flow[0].weights = [0.5, 0.4]",
+            "sum",
+        ),
+        (
+            "weights = [-0.5, 1.5]",
+            "flow[0].weights[0] = -0.5",
+            "weights",
+        ),
+        ("k = 4", "flow[0].k = 4", "k = 4"),
+        ("k = 0", "flow[0].k = 0", "k = 0"),
         ("period = \"0s\"", "flow[0].period", "greater than zero"),
         // Two 10 ms links, each crossed both ways: a 20 ms propagation round trip.
         (
@@ -165,10 +174,10 @@ fn bmc_and_aimd_parameter_mistakes_are_named() {
         ),
         (
             "tolerance = -0.5",
-            "flow[0].algorithm",
+            "flow[0].tolerance",
             "0 <= tolerance <= 10",
         ),
-        ("tolerance = 12", "flow[0].algorithm", "tolerance = 12"),
+        ("tolerance = 12", "flow[0].tolerance", "tolerance = 12"),
         (
             "tolerance = \"wide\"",
             "flow[0].tolerance",

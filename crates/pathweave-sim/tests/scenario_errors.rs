@@ -300,3 +300,433 @@ fn red_auto_mistakes_name_what_is_allowed() {
         }
     }
 }
+
+/// `GOOD` with `from` replaced by `to` must be refused with every needle in the message.
+fn refused(from: &str, to: &str, needles: &[&str]) {
+    let text = GOOD.replacen(from, to, 1);
+    assert_ne!(text, GOOD, "{from:?} is not in GOOD");
+    let msg = err(&text);
+    assert!(msg.starts_with("bad.toml"), "{msg}");
+    for n in needles {
+        assert!(msg.contains(n), "{to:?}: message {msg:?} lacks {n:?}");
+    }
+}
+
+/// `GOOD` with `from` replaced by `to` is valid.
+fn accepted(from: &str, to: &str) -> Scenario {
+    let text = GOOD.replacen(from, to, 1);
+    assert_ne!(text, GOOD, "{from:?} is not in GOOD");
+    Scenario::parse(&text, "good.toml", "good").unwrap_or_else(|e| panic!("{to:?}: {e}"))
+}
+
+const PATH: &str = "path = [\"l\"]";
+
+#[test]
+fn deeply_nested_or_long_expressions_are_refused_without_overflowing_the_stack() {
+    let dur = "duration = \"10s\"";
+    let parens = format!(
+        "duration = \"{}1{} s\"",
+        "(".repeat(40_000),
+        ")".repeat(40_000)
+    );
+    refused(dur, &parens, &["duration", "characters long (at most 256)"]);
+    let minus = format!("duration = \"{}1 s\"", "-".repeat(100_000));
+    refused(dur, &minus, &["duration", "characters long (at most 256)"]);
+    // Short enough, but deeper than 64 levels.
+    let deep = format!("duration = \"{}1{} s\"", "(".repeat(65), ")".repeat(65));
+    refused(dur, &deep, &["duration", "nested too deeply", "64 levels"]);
+    let minus = format!("duration = \"{}1 s\"", "-".repeat(66));
+    refused(dur, &minus, &["duration", "nested too deeply"]);
+    let ok = format!("duration = \"{}10{} s\"", "(".repeat(64), ")".repeat(64));
+    assert_eq!(accepted(dur, &ok).duration.as_nanos(), 10_000_000_000);
+}
+
+#[test]
+fn scientific_notation_takes_signed_exponents() {
+    let delay = |d: &str| {
+        accepted("delay = \"10ms\"", &format!("delay = \"{d}\"")).links[0]
+            .forward
+            .delay
+            .as_nanos()
+    };
+    assert_eq!(delay("1e-3 s"), 1_000_000);
+    assert_eq!(delay("2.5E+2 ms"), 250_000_000);
+    assert_eq!(delay("1e3us"), 1_000_000);
+    assert_eq!(delay("1e-3-1e-4 s"), 900_000);
+    assert_eq!(delay("(1e-3+1e-3)*2 s"), 4_000_000);
+    refused(
+        "delay = \"10ms\"",
+        "delay = \"1e s\"",
+        &["link[0].delay", "'1e' is not a number"],
+    );
+}
+
+#[test]
+fn out_of_range_quantities_are_refused_after_the_unit_not_clamped() {
+    let cbr = |rate: &str| format!("{PATH}\ntraffic = {{ type = \"cbr\", rate = \"{rate}\" }}");
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        ("rate = \"10Mbps\"", "rate = \"1e300 Gbps\"".into(), vec!["link[0].rate", "at most 10Tbps"]),
+        ("rate = \"10Mbps\"", "rate = \"1e15Mbps\"".into(), vec!["link[0].rate", "at most 10Tbps"]),
+        (PATH, cbr("1e300 Gbps"), vec!["flow[0].traffic.rate", "at most 10Tbps"]),
+        // 10 Tbps is a valid link rate, but a cbr flow would send a datagram every 1 ns.
+        (PATH, cbr("10Tbps"), vec!["flow[0].traffic.rate", "at least 100 ns", "80000Mbps"]),
+        ("delay = \"10ms\"", "delay = \"1e300s\"".into(), vec!["link[0].delay", "at most 10000000s"]),
+        ("duration = \"10s\"", "duration = \"1e300 min\"".into(), vec!["bad.toml: duration = ", "at most 10000000s"]),
+        (PATH, format!("{PATH}\nstop = \"1e300s\""), vec!["flow[0].stop", "at most 10000000s"]),
+        (PATH, format!("{PATH}\nmin_rto = \"1e300s\""), vec!["flow[0].min_rto", "at most 10000000s"]),
+        (PATH, format!("{PATH}\nmin_rto = \"61s\""), vec!["flow[0].min_rto", "at most 60s"]),
+        (PATH, format!("{PATH}\ndelayed_ack = \"1e300s\""), vec!["flow[0].delayed_ack", "at most"]),
+        (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\n[[link.event]]\nat = \"1s\"\ndown = \"1e300s\"".into(),
+            vec!["link[0].event[0].down", "at most 10000000s"],
+        ),
+        (
+            PATH,
+            format!("{PATH}\ntraffic = {{ type = \"onoff\", on = \"1e300s\", off = \"1s\" }}"),
+            vec!["flow[0].traffic.on", "at most 10000000s"],
+        ),
+        (
+            PATH,
+            format!("{PATH}\nalgorithm = \"bmc\"\nperiod = \"1e300s\""),
+            vec!["flow[0].period", "at most 10000000s"],
+        ),
+        (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\nqueue = { type = \"red\", min_th = \"auto\", target_delay = \"1e300 min\" }".into(),
+            vec!["link[0].queue.target_delay", "at most 10000000s"],
+        ),
+        (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\nqueue = { type = \"droptail\", limit = \"1e300 GB\" }".into(),
+            vec!["link[0].queue.limit", "at most 1000GB"],
+        ),
+        (
+            PATH,
+            format!("{PATH}\ntraffic = {{ type = \"transfer\", size = \"1e300 GB\" }}"),
+            vec!["flow[0].traffic.size", "at most 1000GB"],
+        ),
+        (PATH, format!("{PATH}\nreceive_buffer = \"1e300 GB\""), vec!["flow[0].receive_buffer", "at most 1000GB"]),
+        // 999 GB of 1-byte segments does not fit the u32 segment count.
+        (
+            PATH,
+            format!("{PATH}\nmss = \"1B\"\nreceive_buffer = \"999GB\""),
+            vec!["flow[0].receive_buffer", "999000000000 segments", "larger mss"],
+        ),
+        (PATH, format!("{PATH}\nheader = \"4294967336B\""), vec!["flow[0].header", "from 0B to 1500B"]),
+        (PATH, format!("{PATH}\nheader = \"1501B\""), vec!["flow[0].header", "from 0B to 1500B"]),
+        (PATH, format!("{PATH}\nheader = \"0 parsecs\""), vec!["flow[0].header", "unknown unit 'parsecs'"]),
+        (PATH, format!("{PATH}\nheader = \"0xyz\""), vec!["flow[0].header", "unknown unit 'xyz'"]),
+        (PATH, format!("{PATH}\nheader = \"0pkt\""), vec!["flow[0].header", "unknown unit 'pkt'"]),
+        (PATH, format!("{PATH}\nheader = \"0s\""), vec!["flow[0].header", "unknown unit 's'"]),
+        (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\nqueue = { type = \"red\", max_th = inf }".into(),
+            vec!["link[0].queue.max_th = inf", "finite"],
+        ),
+        (
+            PATH,
+            format!("{PATH}\nalgorithm = \"bmc\"\nk = nan"),
+            vec!["flow[0].k = nan", "finite"],
+        ),
+        (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\nloss = nan".into(),
+            vec!["link[0].loss = nan", "finite"],
+        ),
+    ];
+    for (from, to, needles) in &cases {
+        refused(from, to, needles);
+    }
+    // A real zero header is zero; the largest values in range are accepted.
+    let f = |to: &str| accepted(PATH, &format!("{PATH}\n{to}"));
+    match f("header = \"0B\"").flows[0].kind {
+        pathweave_sim::scenario::FlowKind::Tcp { cfg, .. } => assert_eq!(cfg.header, 0),
+        ref other => panic!("{other:?}"),
+    }
+    accepted("rate = \"10Mbps\"", "rate = \"10Tbps\"");
+    accepted("delay = \"10ms\"", "delay = \"1e7 s\"");
+    accepted(
+        PATH,
+        &format!("{PATH}\ntraffic = {{ type = \"transfer\", size = \"1000GB\" }}"),
+    );
+    // The interval times a million used to overflow and refuse this with a false message.
+    let sc = accepted(
+        "duration = \"10s\"",
+        "duration = \"10s\"\nsample_interval = \"18446744073710ns\"",
+    );
+    assert_eq!(sc.sample_interval.as_nanos(), 18_446_744_073_710);
+}
+
+#[test]
+fn the_sample_limit_counts_every_row_of_every_series() {
+    let text = r#"
+duration = "1000s"
+sample_interval = "1ms"
+[[link]]
+name = "l{i}"
+count = 2000
+rate = "10Mbps"
+delay = "10ms"
+[[flow]]
+name = "f{i}"
+count = 2000
+path = ["l{i}"]
+"#;
+    let msg = err(text);
+    for n in [
+        "bad.toml: sample_interval = \"1ms\"",
+        "6000000000 rows",
+        "1000000 samples of 2000 flows, 2000 TCP subflows and 2000 sampled link directions",
+        "more than 10000000",
+        "longer sample_interval, a shorter duration or fewer flows",
+    ] {
+        assert!(msg.contains(n), "{msg:?} lacks {n:?}");
+    }
+    // One flow over one link: 3 rows per sample, so 3.3 million samples fit.
+    let one = GOOD.replacen(
+        "duration = \"10s\"",
+        "duration = \"3333s\"\nsample_interval = \"1ms\"",
+        1,
+    );
+    assert!(Scenario::parse(&one, "t", "t").is_ok());
+    let over = one.replacen("3333s", "3334s", 1);
+    assert!(err(&over).contains("10002000 rows"));
+}
+
+const BMC3: &str = r#"
+duration = "10s"
+[[link]]
+name = "a"
+rate = "10Mbps"
+delay = "10ms"
+[[link]]
+name = "b"
+rate = "10Mbps"
+delay = "10ms"
+[[flow]]
+name = "f"
+algorithm = "bmc"
+PARAMS
+subflows = [{ path = ["a"] }, { path = ["b"] }SUBFLOWS]
+"#;
+
+fn bmc(params: &str, more_subflows: &str) -> Result<Scenario, String> {
+    let text = BMC3
+        .replace("PARAMS", params)
+        .replace("SUBFLOWS", more_subflows);
+    Scenario::parse(&text, "bad.toml", "bad").map_err(|e| e.to_string())
+}
+
+#[test]
+fn contradictions_are_refused() {
+    // BMC lists longer than the subflows name subflows that do not exist; a shorter list is
+    // bmc.rs's documented rule (a subflow past the end takes the list's mean).
+    let e = bmc("weights = [0.25, 0.25, 0.25, 0.25]", "").unwrap_err();
+    assert!(
+        e.contains("flow[0].weights") && e.contains("4 values for 2 subflows"),
+        "{e}"
+    );
+    let e = bmc("rate_hints = [1, 2, 3]", "").unwrap_err();
+    assert!(
+        e.contains("flow[0].rate_hints") && e.contains("3 values for 2 subflows"),
+        "{e}"
+    );
+    bmc(
+        "weights = [0.5, 0.5]",
+        ", { path = [\"a\"], start = \"1s\" }",
+    )
+    .unwrap();
+    bmc("weights = [0.25, 0.75]", "").unwrap();
+
+    // A subflow that joins at or after its flow stops.
+    let e = bmc("stop = \"5s\"", ", { path = [\"a\"], start = \"5s\" }").unwrap_err();
+    assert!(
+        e.contains("flow[0].subflows[2].start") && e.contains("after the flow stops"),
+        "{e}"
+    );
+    let e = bmc("", ", { path = [\"a\"], start = \"3s\", stop = \"3s\" }").unwrap_err();
+    assert!(
+        e.contains("flow[0].subflows[2].stop") && e.contains("after the subflow starts"),
+        "{e}"
+    );
+    // Several subflows on the same path are legitimate.
+    bmc("", ", { path = [\"a\"] }, { path = [\"a\"] }").unwrap();
+
+    // Overlapping or touching outages of one link.
+    let outage = |a: &str, b: &str| {
+        format!(
+            "delay = \"10ms\"\n[[link.event]]\nat = \"{a}\"\ndown = \"2s\"\n[[link.event]]\nat = \"{b}\"\ndown = \"2s\""
+        )
+    };
+    refused(
+        "delay = \"10ms\"",
+        &outage("1s", "2s"),
+        &[
+            "link[0].event[1].at",
+            "outage of link[0].event[0] (1 s to 3 s)",
+            "must not overlap",
+        ],
+    );
+    refused(
+        "delay = \"10ms\"",
+        &outage("5s", "3s"),
+        &[
+            "link[0].event[0].at",
+            "outage of link[0].event[1] (3 s to 5 s)",
+        ],
+    );
+    accepted("delay = \"10ms\"", &outage("1s", "3.5s"));
+
+    // A path that crosses one link twice.
+    refused(
+        PATH,
+        "path = [\"l\", \"l\"]",
+        &["flow[0].path[1]", "already on this path (flow[0].path[0])"],
+    );
+    refused(
+        PATH,
+        "path = [\"l\", \"~l\"]",
+        &["flow[0].path[1]", "at most once, in either direction"],
+    );
+
+    // TCP settings on a cbr flow are refused like algorithm is.
+    for (key, value) in [
+        ("mss", "\"500B\""),
+        ("min_rto", "\"1s\""),
+        ("recovery", "\"sack\""),
+        ("header", "\"20B\""),
+        ("initial_window", "4"),
+        ("delayed_ack", "true"),
+        ("limited_transmit", "true"),
+        ("ack_size", "\"40B\""),
+        ("receive_buffer", "\"1MB\""),
+        ("scheduler", "\"roundrobin\""),
+    ] {
+        let to =
+            format!("{PATH}\ntraffic = {{ type = \"cbr\", rate = \"1Mbps\" }}\n{key} = {value}");
+        refused(
+            PATH,
+            &to,
+            &[&format!("flow[0].{key}"), "TCP setting", "cbr"],
+        );
+    }
+}
+
+#[test]
+fn controller_range_errors_name_their_own_key() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("bmc", "k = 5", &["flow[0].k = 5", "0 < K < 4"]),
+        (
+            "bmc",
+            "tolerance = 11",
+            &["flow[0].tolerance = 11", "0 <= tolerance <= 10"],
+        ),
+        (
+            "bmc",
+            "flowshares = 0",
+            &["flow[0].flowshares = 0", "0 < P <= 16"],
+        ),
+        (
+            "bmc",
+            "weights = [0.5, 0.4]",
+            &["flow[0].weights = [0.5, 0.4]", "sum to 0.9"],
+        ),
+        (
+            "bmc",
+            "weights = [0.5, -0.5]",
+            &["flow[0].weights[1] = -0.5", "D_min"],
+        ),
+        (
+            "bmc",
+            "rate_hints = [1, 0]",
+            &["flow[0].rate_hints[1] = 0", "positive rate"],
+        ),
+        (
+            "aimd",
+            "weight = 17",
+            &["flow[0].weight = 17", "0 < D <= 16"],
+        ),
+        ("aimd", "a = 300", &["flow[0].a = 300", "0 < a <= 256"]),
+        ("aimd", "b = 1", &["flow[0].b = 1", "0 < b < 1"]),
+        ("veno", "beta = -1", &["flow[0].beta = -1", "above 0"]),
+        ("mpveno", "beta = 0", &["flow[0].beta = 0", "above 0"]),
+        ("mptcpw", "gamma = 3", &["flow[0].gamma = 3", "0 to 2"]),
+        (
+            "lia",
+            "maximum = \"approximate\"\narithmetic = \"linux\"",
+            &[
+                "flow[0].maximum = \"approximate\"",
+                "only with arithmetic = \"spec\"",
+            ],
+        ),
+    ];
+    for (alg, params, needles) in cases {
+        let to = format!("{PATH}\nalgorithm = \"{alg}\"\n{params}");
+        refused(PATH, &to, needles);
+    }
+}
+
+#[test]
+fn long_values_are_echoed_truncated() {
+    let long = "x".repeat(1_000_000);
+    // The value once in the field's value and once in the message, each cut at 80 characters.
+    let short = |m: &str| m.chars().take(300).collect::<String>();
+    let msg = err(&GOOD.replacen("delay = \"10ms\"", &format!("delay = \"5 {long}\""), 1));
+    assert!(
+        msg.len() < 600 && msg.matches("…").count() == 2,
+        "{}",
+        short(&msg)
+    );
+    assert!(
+        msg.contains("link[0].delay") && msg.contains("unknown unit"),
+        "{msg}"
+    );
+    let msg = err(&GOOD.replacen("name = \"l\"", &format!("name = \"l\"\n{long} = 1"), 1));
+    assert!(
+        msg.len() < 600 && msg.contains("unknown field"),
+        "{}",
+        short(&msg)
+    );
+    let msg = err(&GOOD.replacen(PATH, &format!("path = [\"{long}\"]"), 1));
+    assert!(
+        msg.len() < 600 && msg.contains("no link is called"),
+        "{}",
+        short(&msg)
+    );
+    let expr = format!("delay = \"{} ms\"", "1+".repeat(500_000) + "1");
+    let msg = err(&GOOD.replacen("delay = \"10ms\"", &expr, 1));
+    assert!(
+        msg.len() < 600 && msg.contains("characters long"),
+        "{}",
+        short(&msg)
+    );
+}
+
+#[test]
+fn the_seed_takes_any_toml_integer_from_zero() {
+    let seed = |s: &str| {
+        accepted(
+            "duration = \"10s\"",
+            &format!("duration = \"10s\"\nseed = {s}"),
+        )
+    };
+    assert_eq!(seed("9223372036854775807").seed, i64::MAX as u64);
+    assert_eq!(seed("4398046510081").seed, 4_398_046_510_081);
+    assert_eq!(seed("\"2*3\"").seed, 6);
+    refused(
+        "duration = \"10s\"",
+        "duration = \"10s\"\nseed = -1",
+        &["seed = -1", "0 to 9223372036854775807"],
+    );
+    refused(
+        "duration = \"10s\"",
+        "duration = \"10s\"\nseed = 1e300",
+        &["seed = 1000000000", "…: expected", "as a TOML integer"],
+    );
+    refused(
+        "duration = \"10s\"",
+        "duration = \"10s\"\nseed = 1.5",
+        &["seed = 1.5", "whole number"],
+    );
+}
