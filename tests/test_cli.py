@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import pathweave
-from conftest import write_scenario
+from conftest import SWEEP, write_scenario
 
 
 def pathweave_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -494,6 +494,27 @@ def test_out_that_cannot_be_created_is_refused_before_running(tmp_path: Path) ->
     assert "Traceback" not in proc.stderr
     assert "simulated" not in proc.stdout  # refused before the run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.toml", "taken"]
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [("sweep", "--out"), ("reproduce", "--out"), ("reproduce", "--cache")],
+)
+def test_a_cache_that_cannot_be_created_is_bad_input(
+    tmp_path: Path, command: str, flag: str
+) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file")
+    if command == "sweep":
+        args: list[str | Path] = ["sweep", write_scenario(tmp_path, SWEEP, "sweep.toml")]
+    else:
+        args = ["reproduce", "reno-square-root", "--quick"]
+    if flag == "--cache":
+        args += ["--out", tmp_path / "out"]
+    proc = pathweave_cli(*args, flag, blocker / "sub", "--quiet")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"pathweave: {flag}: cannot create the cache"), proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_out_holding_other_data_is_refused_before_running(tmp_path: Path) -> None:

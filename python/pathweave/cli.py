@@ -438,6 +438,16 @@ def _load_plan(path: Path) -> Plan | None:
         return None
 
 
+def _cache_ready(cache: Path, given: bool) -> bool:
+    """Create the run cache before any run; report and return False if it cannot be."""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        _error(f"{'--cache' if given else '--out'}: cannot create the cache {cache}: {e}")
+        return False
+    return True
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from pathweave.sweep import run_sweep, write_sweep
 
@@ -451,6 +461,8 @@ def _sweep(args: argparse.Namespace) -> int:
         _error(f"--out: {problem}")
         return EXIT_BAD_INPUT
     cache: Path = args.cache if args.cache is not None else out / "cache"
+    if not _cache_ready(cache, args.cache is not None):
+        return EXIT_BAD_INPUT
     try:
         result = run_sweep(
             plan,
@@ -561,6 +573,8 @@ def _reproduce(args: argparse.Namespace) -> int:
             _error(f"--out: {e}")
             return EXIT_BAD_INPUT
     cache: Path = args.cache if args.cache is not None else out / "cache"
+    if not _cache_ready(cache, args.cache is not None):
+        return EXIT_BAD_INPUT
     console = _console()
     outcomes: list[repro.Outcome] = []
     failures = 0
