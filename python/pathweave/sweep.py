@@ -142,6 +142,7 @@ class Sweep:
     def check(self, where: str = "<string>") -> None:
         """Raise ``SweepError`` unless every part is well formed (values are not checked
         here: the simulator checks them point by point)."""
+        # Every key is a well-formed path (parsed once, here) outside the sweep table.
         for table, entries in (("grid", self.grid), ("zip", self.zipped), ("set", self.set)):
             for key in entries:
                 if _parse_path(key, f"{where}: sweep.{table}.{_quote(key)}")[0][0] == SWEEP_TABLE:
@@ -175,8 +176,6 @@ class Sweep:
                     f"{where}: sweep.zip.{_quote(key)}: also in sweep.grid; a key is varied "
                     "in one of them"
                 )
-        for key in self.set:
-            _parse_path(key, f"{where}: sweep.set.{_quote(key)}")
         self.seed_list(where)
 
     def seed_list(self, where: str = "<string>", default: int = 1) -> tuple[int, ...]:

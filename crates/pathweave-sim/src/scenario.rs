@@ -10,6 +10,7 @@ use crate::quantity::{clip, eval, parse_with_units, RATE_UNITS, SIZE_UNITS, TIME
 use crate::red::RedParams;
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
 use pathweave_cc::cc::multipath::bmc::InitialWeights;
+use pathweave_cc::cc::multipath::lia::APPROXIMATE_MAXIMUM;
 use pathweave_cc::cc::multipath::rpmp::{RpMpDecrease, SlowStart};
 use pathweave_cc::cc::multipath::{
     Algorithm, AnyMultipathController, Arithmetic, ConfigError, Counting, MultipathConfig,
@@ -1807,7 +1808,7 @@ impl Reader<'_> {
                 let message = match e {
                     // The one contradiction between two keys: name both.
                     ConfigError::OutOfRange {
-                        parameter: "approximate maximum (1 = on)",
+                        parameter: APPROXIMATE_MAXIMUM,
                         ..
                     } => "lia: the approximate maximum exists only with arithmetic = \"spec\" \
                           (the linux arithmetic has its own best-path rule); remove maximum or \
@@ -1845,7 +1846,7 @@ impl Reader<'_> {
             _ => return None,
         };
         let key = match parameter {
-            "approximate maximum (1 = on)" => "maximum",
+            APPROXIMATE_MAXIMUM => "maximum",
             p => p,
         };
         let v = t.get(key)?;

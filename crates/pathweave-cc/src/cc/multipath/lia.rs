@@ -27,6 +27,10 @@ use crate::cc::multipath::{KernelSample, MultipathController, PathSample, Paths}
 use crate::cc::{Ack, CongestionEvent, Metrics, PathId, Rto};
 use crate::units::{Bytes, Instant};
 
+/// The parameter a [`ConfigError`] names when the approximate maximum is asked for with the
+/// linux arithmetic (a scenario's `maximum` key).
+pub const APPROXIMATE_MAXIMUM: &str = "approximate maximum (1 = on)";
+
 /// The path with the largest `w/rtt²` (the first of equals), the one α's numerator uses.
 pub fn best_path(paths: &[PathSample]) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
@@ -174,7 +178,7 @@ impl LiaConfig {
         if self.approximate_max && self.arithmetic == Arithmetic::Linux {
             return Err(ConfigError::OutOfRange {
                 algorithm: "lia",
-                parameter: "approximate maximum (1 = on)",
+                parameter: APPROXIMATE_MAXIMUM,
                 value: 1.0,
                 allowed: "only with the spec arithmetic; the linux mode has its own best-path rule",
             });
