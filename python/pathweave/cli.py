@@ -133,8 +133,7 @@ def _parser() -> argparse.ArgumentParser:
         "--engine",
         default="sim",
         metavar="E[,E]",
-        help="sim, emulate or both (sim,emulate: side by side); emulate needs root "
-        "(default: sim)",
+        help="sim, emulate or both (sim,emulate: side by side); emulate needs root (default: sim)",
     )
     cmp_p.add_argument(
         "--out",
