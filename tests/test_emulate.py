@@ -17,9 +17,11 @@ import tempfile
 import textwrap
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
+import tomli_w
 
 import pathweave
 from pathweave import _core
@@ -186,7 +188,7 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     median, answered = float(out.stdout.split()[0]), int(out.stdout.split()[1])
     print(f"idle RTT: median {median * 1e3:.3f} ms over {answered} echoes")
     assert answered >= 30
-    # 2 × 20 ms of propagation; a 60-byte echo adds 2 × 48 µs of transmission at 10 Mbit/s.
+    # 2 x 20 ms of propagation; a 60-byte echo adds 2 x 48 µs of transmission at 10 Mbit/s.
     assert abs(median - 0.040) <= 0.0003
     assert box["r"].reliable
 
@@ -305,6 +307,53 @@ def test_an_outage_does_not_lose_a_byte(tmp_path: Path) -> None:
     assert math.isfinite(res.flows["completion_s"][0])
 
 
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
+    """A copy of a repository scenario run for ``seconds``, with flows' algorithms replaced."""
+    doc = tomllib.loads((SCENARIOS / name).read_text(encoding="utf-8"))
+    doc["duration"] = f"{seconds}s"
+    for f in doc["flow"]:
+        if f["name"] in flows:
+            f["algorithm"] = flows[f["name"]]
+    path = tmp_path / name
+    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
+    return path
+
+
+@needs_root
+def test_the_dumbbell_emulated_agrees_with_the_simulator() -> None:
+    # The whole 100 s file: a shorter run leaves each flow's goodput too noisy for the 20 %
+    # comparison (about 8 % standard deviation per flow at 60 s, 6 % at 100 s). The
+    # simulator's side is the mean over five seeds (RED's random drops differ by seed).
+    path = SCENARIOS / "dumbbell.toml"
+    emu = emulate(path)
+    sims = [pathweave.run(path, seed=seed) for seed in range(1, 6)]
+    ge = emu.flows["goodput_bps"].to_numpy()
+    gs = sum(r.flows["goodput_bps"].to_numpy() for r in sims) / len(sims)
+    je = float(emu.fairness["jain"][0])
+    js = min(float(r.fairness["jain"][0]) for r in sims)
+    print(f"dumbbell: emulated {ge.sum() / 1e6:.2f} Mbit/s (Jain {je:.3f}), simulated")
+    print(f"{gs.sum() / 1e6:.2f} Mbit/s (lowest Jain {js:.3f}); per flow {(ge / gs).round(3)}")
+    assert abs(ge.sum() / gs.sum() - 1) <= 0.05
+    assert je >= 0.9
+    assert js >= 0.9
+    assert (abs(ge / gs - 1) <= 0.20).all()
+
+
+@needs_root
+def test_uncoupled_subflows_take_two_shares_on_linux_as_in_the_simulator(tmp_path: Path) -> None:
+    path = _shortened(tmp_path, "headline.toml", 30, mp="uncoupled")
+    ratios = []
+    for res in (emulate(path), pathweave.run(path)):
+        g = dict(zip(res.flows["name"], res.flows["goodput_bps"], strict=True))
+        ratios.append(g["mp"] / g["reno"])
+    print(f"headline, uncoupled, 30 s: mp/reno emulated {ratios[0]:.2f}, simulated {ratios[1]:.2f}")
+    assert ratios[0] >= 1.5
+    assert abs(ratios[1] / ratios[0] - 1) <= 0.25
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "pathweave", *args]
 
@@ -386,7 +435,8 @@ def test_emulation_without_root_is_refused_naming_the_capability(tmp_path: Path)
     finally:
         shutil.rmtree(shared)
     assert out.returncode == 2, out.stderr
-    assert "needs root" in out.stderr and "CAP_NET_ADMIN" in out.stderr
+    assert "needs root" in out.stderr
+    assert "CAP_NET_ADMIN" in out.stderr
 
 
 def test_refusals_raise_before_anything_is_made(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ const MAX_MARGIN_NS: u64 = 400_000;
 /// Spinning is capped at this share of every window, so the real-time thread never runs into
 /// the kernel's RT throttling (which would stop it for tens of milliseconds).
 const SPIN_WINDOW_NS: u64 = 100_000_000;
-const SPIN_BUDGET_NS: u64 = 40_000_000;
+const SPIN_BUDGET_NS: u64 = 30_000_000;
 /// SCHED_FIFO priority of the link thread (1–99; above ordinary threads, below the kernel's
 /// own high-priority threads at 99).
 const REALTIME_PRIORITY: i32 = 50;
@@ -85,15 +85,24 @@ impl Pacer {
             self.window_start = now;
             self.spun = 0;
         }
-        let spinning = now < self.spin_until || next.saturating_sub(now) <= self.margin;
+        let to_next = next.saturating_sub(now);
+        let spinning = now < self.spin_until || to_next <= self.margin;
         let elapsed = now.saturating_sub(self.last);
         self.last = now;
         if spinning && self.spun < SPIN_BUDGET_NS {
             self.spun += elapsed.min(SPIN_AFTER_ACTIVITY_NS);
             return None;
         }
-        let target = next.saturating_sub(self.margin).max(now + 1);
-        Some(((target - now).min(MAX_SLEEP_NS), target))
+        // Out of budget inside the margin: sleep to the deadline itself.
+        let target = if to_next > self.margin {
+            next - self.margin
+        } else {
+            next
+        };
+        match target.saturating_sub(now) {
+            0 => None,
+            wait => Some((wait.min(MAX_SLEEP_NS), target)),
+        }
     }
 
     /// A sleep aimed at `target` ended at `now` (no packet woke it).
@@ -319,9 +328,6 @@ impl Driver {
             }
             if any {
                 pacer.activity(sys::monotonic_ns().saturating_sub(epoch));
-                // Poll again without sleeping: more may be waiting.
-                sys::poll(&mut pollfds, Some(0))?;
-                continue;
             }
             let now = sys::monotonic_ns().saturating_sub(epoch);
             let next = self

@@ -230,6 +230,11 @@ pub fn emulate(
             // 20-byte TCP headers, as the scenario's header size assumes.
             ("net.ipv4.tcp_timestamps", "0".to_string()),
             ("net.ipv4.tcp_ecn", "0".to_string()),
+            // Classic loss recovery, as the simulator models it: no RACK, no tail loss probe,
+            // no F-RTO (Linux's PRR and limited transmit cannot be switched off).
+            ("net.ipv4.tcp_recovery", "0".to_string()),
+            ("net.ipv4.tcp_early_retrans", "0".to_string()),
+            ("net.ipv4.tcp_frto", "0".to_string()),
             ("net.ipv4.tcp_no_metrics_save", "1".to_string()),
             ("net.ipv4.conf.all.rp_filter", "0".to_string()),
             ("net.ipv4.conf.default.rp_filter", "0".to_string()),
