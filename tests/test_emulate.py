@@ -20,6 +20,7 @@ import time
 import tomllib
 from pathlib import Path
 
+import psutil
 import pytest
 import tomli_w
 
@@ -66,11 +67,7 @@ def nothing_left_behind():
         assert leftovers() == []
         assert _tun_devices() == []
     assert threading.active_count() == threads
-    children = subprocess.run(
-        ["ps", "-o", "pid=", "--ppid", str(os.getpid())], capture_output=True, text=True
-    ).stdout.split()
-    # `ps` itself is the only child while it runs.
-    assert len(children) <= 1
+    assert psutil.Process().children() == []
 
 
 def _scenario(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
@@ -352,6 +349,38 @@ def test_uncoupled_subflows_take_two_shares_on_linux_as_in_the_simulator(tmp_pat
     print(f"headline, uncoupled, 30 s: mp/reno emulated {ratios[0]:.2f}, simulated {ratios[1]:.2f}")
     assert ratios[0] >= 1.5
     assert abs(ratios[1] / ratios[0] - 1) <= 0.25
+
+
+@needs_root
+def test_compare_puts_both_engines_side_by_side(tmp_path: Path) -> None:
+    path = _shortened(tmp_path, "headline.toml", 8)
+    out = subprocess.run(
+        _cli(
+            *("compare", str(path), "--flow", "mp", "--algorithms", "uncoupled"),
+            *("--engine", "sim,emulate", "--out", str(tmp_path / "cmp")),
+        ),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "sim: ratio" in out.stdout
+    assert "emulate: ratio" in out.stdout
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
+    assert list(table["engine"]) == ["sim", "emulate"]
+    assert (table["share_ratio"] > 1.2).all()
+
+
+def test_compare_refuses_an_unknown_engine(tmp_path: Path) -> None:
+    path = _shortened(tmp_path, "headline.toml", 8)
+    out = subprocess.run(
+        _cli("compare", str(path), "--flow", "mp", "--engine", "ns3"),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert "--engine: 'ns3': give sim, emulate or sim,emulate" in out.stderr
 
 
 def _cli(*args: str) -> list[str]:
