@@ -370,3 +370,57 @@ pub struct Outcome {
     /// Timing, drops and transfer checks.
     pub report: Report,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(body: &str) -> Scenario {
+        let text = format!(
+            "duration = \"5s\"\n[[link]]\nname = \"a\"\nrate = \"10Mbps\"\ndelay = \"10ms\"\n\
+             [[link]]\nname = \"b\"\nrate = \"30Mbps\"\ndelay = \"10ms\"\n{body}"
+        );
+        Scenario::parse(&text, "t.toml", "t").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn offered_load_sums_each_paths_slowest_link() {
+        // Flow 1: min(10, 30) = 10 on its one path; flow 2: 10 + 30 over two paths;
+        // the CBR flow offers 5 of its path's 30.
+        let s = scenario(
+            "[[flow]]\nname = \"x\"\nalgorithm = \"reno\"\npath = [\"a\", \"b\"]\n\
+             [[flow]]\nname = \"mp\"\nalgorithm = \"uncoupled\"\n\
+             subflows = [ { path = [\"a\"] }, { path = [\"b\"] } ]\n\
+             [[flow]]\nname = \"u\"\npath = [\"b\"]\n\
+             traffic = { type = \"cbr\", rate = \"5Mbps\", size = \"1000B\" }\n",
+        );
+        assert_eq!(offered_load_bps(&s), 10_000_000 + 40_000_000 + 5_000_000);
+    }
+
+    #[test]
+    fn limits_and_unknown_algorithms_are_refused_by_name() {
+        let s = scenario("[[flow]]\nname = \"x\"\nalgorithm = \"reno\"\npath = [\"b\"]\n");
+        let tight = Options {
+            max_load_bps: 20_000_000,
+            ..Options::default()
+        };
+        let e = check_scenario(&s, &tight).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("30.0 Mbit/s in total"), "{e}");
+        let v = scenario("[[flow]]\nname = \"v\"\nalgorithm = \"veno\"\npath = [\"a\"]\n");
+        let e = check_scenario(&v, &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("\"veno\" cannot be emulated"), "{e}");
+        assert!(
+            e.to_string().contains("this kernel runs: reno, uncoupled"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_kernel_runs_reno_for_reno_and_uncoupled() {
+        assert_eq!(kernel_algorithm("reno"), Some("reno"));
+        assert_eq!(kernel_algorithm("uncoupled"), Some("reno"));
+        assert_eq!(kernel_algorithm("lia"), Some("pw_lia"));
+        assert_eq!(kernel_algorithm("veno"), None);
+    }
+}
