@@ -232,11 +232,11 @@ def test_red_drops_as_the_simulator_does(tmp_path: Path) -> None:
     assert abs(qe - qs) <= 0.15 * qs
 
 
-@needs_root
-def test_mptcp_over_two_disjoint_paths_adds_them_up(tmp_path: Path) -> None:
-    text = """
+def _two_paths(duration: str, b: str, a_events: str = "", traffic: str = "") -> str:
+    """An MPTCP connection over two disjoint links: "a" (10 Mbit/s, 10 ms) and "b" (`b`)."""
+    return f"""
         name = "two-paths"
-        duration = "8s"
+        duration = "{duration}"
         sample_interval = "100ms"
         [tcp]
         mss = "1460B"
@@ -245,17 +245,23 @@ def test_mptcp_over_two_disjoint_paths_adds_them_up(tmp_path: Path) -> None:
         name = "a"
         rate = "10Mbps"
         delay = "10ms"
-        queue = { type = "droptail", limit = "40pkt" }
+        queue = {{ type = "droptail", limit = "40pkt" }}
+        {a_events}
         [[link]]
         name = "b"
-        rate = "10Mbps"
-        delay = "15ms"
-        queue = { type = "droptail", limit = "40pkt" }
+        {b}
+        queue = {{ type = "droptail", limit = "40pkt" }}
         [[flow]]
         name = "mp"
         algorithm = "uncoupled"
-        subflows = [ { path = ["a"] }, { path = ["b"] } ]
+        {traffic}
+        subflows = [ {{ path = ["a"] }}, {{ path = ["b"] }} ]
         """
+
+
+@needs_root
+def test_mptcp_over_two_disjoint_paths_adds_them_up(tmp_path: Path) -> None:
+    text = _two_paths("8s", b='rate = "10Mbps"\ndelay = "15ms"')
     res = emulate(_scenario(tmp_path, text))
     goodput = _steady_goodput(res, 0, after_s=2.0)
     subs = res.subflows
@@ -268,32 +274,12 @@ def test_mptcp_over_two_disjoint_paths_adds_them_up(tmp_path: Path) -> None:
 
 @needs_root
 def test_an_outage_does_not_lose_a_byte(tmp_path: Path) -> None:
-    text = """
-        name = "outage"
-        duration = "14s"
-        sample_interval = "100ms"
-        [tcp]
-        mss = "1460B"
-        recovery = "sack"
-        [[link]]
-        name = "a"
-        rate = "10Mbps"
-        delay = "10ms"
-        queue = { type = "droptail", limit = "40pkt" }
-        [[link.event]]
-        at = "1s"
-        down = "5s"
-        [[link]]
-        name = "b"
-        rate = "5Mbps"
-        delay = "10ms"
-        queue = { type = "droptail", limit = "40pkt" }
-        [[flow]]
-        name = "mp"
-        algorithm = "uncoupled"
-        traffic = { type = "transfer", size = "6MB" }
-        subflows = [ { path = ["a"] }, { path = ["b"] } ]
-        """
+    text = _two_paths(
+        "14s",
+        b='rate = "5Mbps"\ndelay = "10ms"',
+        a_events='[[link.event]]\nat = "1s"\ndown = "5s"',
+        traffic='traffic = { type = "transfer", size = "6MB" }',
+    )
     res = emulate(_scenario(tmp_path, text))
     (t,) = res.emulation["transfers"]
     print(f"transfer: {t}; completion {res.flows['completion_s'][0]:.2f} s")
