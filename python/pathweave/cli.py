@@ -34,6 +34,7 @@ from pathweave import _core
 from pathweave._core import PathweaveError, Scenario, ScenarioError
 from pathweave.api import Result, check_output_directory, load, run
 from pathweave.compare import DEFAULT_ALGORITHMS
+from pathweave.emulate import EmulatedResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -487,10 +488,16 @@ def _summary(result: Result, out: Path, fmt: str) -> None:
     console.print(_group_table(result))
     console.print(_link_table(result))
     stats = result.stats
-    console.print(
-        f"simulated {stats['simulated_s']:g} s in {result.wall_time_s:.2f} s of wall time "
-        f"({stats['events']:,} events, {result.events_per_s / 1e6:.2f} M events/s)"
-    )
+    if isinstance(result, EmulatedResult):
+        console.print(
+            f"emulated {stats['simulated_s']:g} s in real time "
+            f"({stats['packets_delivered']:,} packets carried through the links)"
+        )
+    else:
+        console.print(
+            f"simulated {stats['simulated_s']:g} s in {result.wall_time_s:.2f} s of wall time "
+            f"({stats['events']:,} events, {result.events_per_s / 1e6:.2f} M events/s)"
+        )
     console.print(Text(f"results ({fmt}) written to {out}"))
 
 
