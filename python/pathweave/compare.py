@@ -13,7 +13,6 @@ only once both are written.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathweave import _core
 from pathweave._core import Scenario
 from pathweave.api import Result, _atomic_directory, load, parse, run
 
-__all__ = ["Comparison", "compare", "main", "plot_comparison", "print_table", "variants", "write"]
+__all__ = ["Comparison", "compare", "plot_comparison", "print_table", "variants", "write"]
 
 DEFAULT_ALGORITHMS = ("uncoupled", "lia", "olia", "balia")
 # The file whose presence marks a directory as an earlier comparison (safe to replace).
@@ -213,14 +212,3 @@ def print_table(c: Comparison, console: Console) -> None:
             *(f"{row[col] / 1e6:.2f}" for col in subs),
         )
     console.print(t)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pathweave.compare ARGS`` is ``pathweave compare ARGS``."""
-    from pathweave.cli import main as cli_main
-
-    return cli_main(["compare", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
