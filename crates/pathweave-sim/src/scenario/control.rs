@@ -367,13 +367,12 @@ impl Reader<'_> {
                     let approximate = match self.string(&join(path, "maximum"), v)? {
                         "exact" => false,
                         "approximate" => true,
-                        _ => {
-                            return Err(self.invalid(
-                                &join(path, "maximum"),
-                                v,
-                                "allowed: \"exact\" (RFC 6356), \"approximate\" (seeds/002 §3)",
-                            ))
-                        }
+                        _ => return Err(self.invalid(
+                            &join(path, "maximum"),
+                            v,
+                            "allowed: \"exact\" (RFC 6356), \"approximate\" (the kernel module of \
+                                 González Usach and Kühlewind, EUNICE 2012, §3)",
+                        )),
                     };
                     MultipathConfig::Lia(m.approximate_max(approximate))
                 }
