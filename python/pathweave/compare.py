@@ -13,7 +13,6 @@ only once both are written.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,6 @@ __all__ = [
     "Comparison",
     "compare",
     "engines_table",
-    "main",
     "plot_comparison",
     "print_engines",
     "print_table",
@@ -261,14 +259,3 @@ def print_engines(comparisons: dict[str, Comparison], console: Console) -> None:
             ]
         t.add_row(alg, *cells)
     console.print(t)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pathweave.compare ARGS`` is ``pathweave compare ARGS``."""
-    from pathweave.cli import main as cli_main
-
-    return cli_main(["compare", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
-//! The built-in multipath controllers as one enum, dispatched statically by `match`
-//! (`shared/STYLE.md` rule 5), and the configuration enum that builds them from a scenario's
-//! algorithm name.
+//! The built-in multipath controllers as one enum, dispatched statically by `match` (one dispatch
+//! style for the closed set of built-ins), and the configuration enum that builds them from a
+//! scenario's algorithm name.
 //!
 //! Registering a new algorithm: add a variant to [`AnyMultipathController`], to
 //! [`MultipathConfig`] and to [`Algorithm`], and one arm to each `match`

@@ -1,6 +1,6 @@
 //! Balia, Balanced Linked Adaptation (Peng, Walid, Hwang, Low, "Multipath TCP: Analysis,
 //! Design and Implementation", IEEE/ACM ToN 2016; draft-walid-mptcp-congestion-control-04),
-//! in two arithmetics (`shared/reference/ALGORITHMS.md` §3):
+//! in two arithmetics (`reference/ALGORITHMS.md` §3):
 //!
 //! * `spec` — with `x_k = w_k/rtt_k`, `m = max_k x_k`, `X = Σ_k x_k`, `α_r = m/x_r`: per
 //!   acknowledged packet on r, `Δw_r = x_r/(rtt_r·X²)·(1+α_r)/2·(4+α_r)/5`

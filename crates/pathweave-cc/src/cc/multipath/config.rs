@@ -3,7 +3,7 @@
 //! * [`Algorithm`] — the names scenario files use (`"lia"`, `"rpmp-v2"`, …), parsed by
 //!   [`FromStr`].
 //! * [`Arithmetic`] — `spec` (real-valued, per RFC/draft/paper; the default) or `linux` (the
-//!   out-of-tree MPTCP kernel's fixed point, `shared/reference/ALGORITHMS.md` §1.2, §2.2, §3.2,
+//!   out-of-tree MPTCP kernel's fixed point, `reference/ALGORITHMS.md` §1.2, §2.2, §3.2,
 //!   §4), which only LIA, OLIA, Balia and wVegas have.
 //! * [`Counting`] — whether a congestion-avoidance increase is applied per acknowledged packet
 //!   (RFC form) or once per ACK event (Linux form), ALGORITHMS.md §0.
@@ -125,8 +125,9 @@ pub enum Algorithm {
     Aimd,
     /// `"bmc"`: Bidimensional-Probe Multipath Congestion Control (Honda et al. 2009).
     Bmc,
-    /// `"mpveno"`: multipath TCP Veno (Le, `shared/seeds/001_65b3543fb8c702d6.txt`,
-    /// Algorithm 2): OLIA's increase, Veno's backlog test per path.
+    /// `"mpveno"`: multipath TCP Veno (Le, "Improving the Performance of Multipath Congestion
+    /// Control over Wireless Networks", 2013, Algorithm 2): OLIA's increase, Veno's backlog test
+    /// per path.
     MpVeno,
     /// `"mptcpw"`: multipath TCP Westwood (Le, Hong, Huh, ICOIN 2012).
     Mptcpw,

@@ -1,6 +1,6 @@
 //! OLIA, the Opportunistic Linked-Increases Algorithm (Khalili, Gast, Popovic, Le Boudec,
 //! "MPTCP is not Pareto-optimal", CoNEXT 2012 / ToN 2013; draft-khalili-mptcp-congestion-
-//! control-05), in two arithmetics (`shared/reference/ALGORITHMS.md` §2):
+//! control-05), in two arithmetics (`reference/ALGORITHMS.md` §2):
 //!
 //! * `spec` — per acknowledged packet on path r in congestion avoidance,
 //!   `Δw_r = (w_r/rtt_r²)/(Σ_p w_p/rtt_p)² + ε_r/w_r`, where ε moves increase from the
