@@ -4,7 +4,7 @@
 //!   [`FromStr`].
 //! * [`Arithmetic`] — `spec` (real-valued, per RFC/draft/paper; the default) or `linux` (the
 //!   out-of-tree MPTCP kernel's fixed point, `shared/reference/ALGORITHMS.md` §1.2, §2.2, §3.2,
-//!   §4), which only LIA, OLIA, Balia and wVegas have.
+//!   §4), which only LIA, OLIA, Balia, wVegas and Kelly–Voice (OLIA's fixed point) have.
 //! * [`Counting`] — whether a congestion-avoidance increase is applied per acknowledged packet
 //!   (RFC form) or once per ACK event (Linux form), ALGORITHMS.md §0.
 //! * [`WindowConfig`] — the NewReno slow start every controller shares.
@@ -110,8 +110,12 @@ pub enum Algorithm {
     Olia,
     /// `"balia"`: Balanced Linked Adaptation (Peng et al., ToN 2016).
     Balia,
-    /// `"fully-coupled"`: one AIMD over the total window (htsim `FULLY_COUPLED`).
+    /// `"fully-coupled"`: one AIMD over the total window, `1/w_total` per packet (Wischik et
+    /// al., NSDI 2011 §2, "COUPLED"; htsim `FULLY_COUPLED`).
     FullyCoupled,
+    /// `"kelly-voice"`: the Kelly–Voice / Han et al. "Coupled" algorithm,
+    /// `(w_r/rtt_r²)/(Σ w/rtt)²` per packet, halving on loss (OLIA with ε ≡ 0).
+    KellyVoice,
     /// `"ewtcp"`: equally weighted TCP, increase a/w with a = 1/n².
     Ewtcp,
     /// `"rpmp-v2"`: CMT/RP-MP v2 (Dreibholz et al., ConTEL 2011; usrsctp `SCTP_CMT_RPV2`).
@@ -136,12 +140,13 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every built-in algorithm, in the order of the documentation table.
-    pub const ALL: [Algorithm; 14] = [
+    pub const ALL: [Algorithm; 15] = [
         Algorithm::Uncoupled,
         Algorithm::Lia,
         Algorithm::Olia,
         Algorithm::Balia,
         Algorithm::FullyCoupled,
+        Algorithm::KellyVoice,
         Algorithm::Ewtcp,
         Algorithm::RpMpV2,
         Algorithm::MptcpBytes,
@@ -161,6 +166,7 @@ impl Algorithm {
             Algorithm::Olia => "olia",
             Algorithm::Balia => "balia",
             Algorithm::FullyCoupled => "fully-coupled",
+            Algorithm::KellyVoice => "kelly-voice",
             Algorithm::Ewtcp => "ewtcp",
             Algorithm::RpMpV2 => "rpmp-v2",
             Algorithm::MptcpBytes => "mptcp-bytes",
@@ -174,13 +180,18 @@ impl Algorithm {
     }
 
     /// Whether the algorithm has the given arithmetic mode (every one has `spec`; the kernel
-    /// implemented LIA, OLIA, Balia and wVegas).
+    /// implemented LIA, OLIA, Balia and wVegas, and Kelly–Voice is OLIA's fixed point with
+    /// ε = 0).
     pub const fn supports(self, a: Arithmetic) -> bool {
         match a {
             Arithmetic::Spec => true,
             Arithmetic::Linux => matches!(
                 self,
-                Algorithm::Lia | Algorithm::Olia | Algorithm::Balia | Algorithm::WVegas
+                Algorithm::Lia
+                    | Algorithm::Olia
+                    | Algorithm::Balia
+                    | Algorithm::KellyVoice
+                    | Algorithm::WVegas
             ),
         }
     }
@@ -212,11 +223,7 @@ impl FromStr for Algorithm {
 #[non_exhaustive]
 pub enum ConfigError {
     /// No algorithm has this name.
-    #[error(
-        "unknown multipath algorithm {0:?} (allowed: uncoupled, lia, olia, balia, \
-         fully-coupled, ewtcp, rpmp-v2, mptcp-bytes, wvegas, aimd, bmc, mpveno, mptcpw, \
-         wmptcpw)"
-    )]
+    #[error("unknown multipath algorithm {0:?} (allowed: {allowed})", allowed = Algorithm::names())]
     UnknownAlgorithm(String),
     /// No arithmetic mode has this name.
     #[error("unknown arithmetic {0:?} (allowed: spec, linux)")]
@@ -226,8 +233,8 @@ pub enum ConfigError {
     UnknownCounting(String),
     /// The algorithm has no such arithmetic mode.
     #[error(
-        "{algorithm} has no {arithmetic} arithmetic (linux exists for lia, olia, balia and \
-         wvegas only)"
+        "{algorithm} has no {arithmetic} arithmetic (linux exists for lia, olia, balia, \
+         kelly-voice and wvegas only)"
     )]
     UnsupportedArithmetic {
         /// The algorithm's scenario name.
@@ -423,6 +430,7 @@ mod tests {
                 Algorithm::Lia,
                 Algorithm::Olia,
                 Algorithm::Balia,
+                Algorithm::KellyVoice,
                 Algorithm::WVegas
             ]
         );

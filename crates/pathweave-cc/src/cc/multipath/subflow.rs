@@ -368,6 +368,27 @@ pub(crate) fn view_of(paths: &Paths<'_>, p: PathId, mss: u64) -> PathView {
         .unwrap_or_else(|| PathView::new(p, Bytes(mss)))
 }
 
+/// Path `p`'s state among `slots`, if it exists.
+pub(crate) fn slot_mut(slots: &mut [Option<Subflow>], p: PathId) -> Option<&mut Subflow> {
+    slots.get_mut(p.0 as usize).and_then(Option::as_mut)
+}
+
+/// Path `p`'s window, zero for an unknown path.
+pub(crate) fn window_of(slots: &[Option<Subflow>], p: PathId) -> Bytes {
+    slots
+        .get(p.0 as usize)
+        .and_then(Option::as_ref)
+        .map_or(Bytes::ZERO, |sf| Bytes(sf.cwnd))
+}
+
+/// Path `p`'s window and threshold for traces, empty for an unknown path.
+pub(crate) fn subflow_metrics(slots: &[Option<Subflow>], p: PathId) -> Metrics {
+    slots
+        .get(p.0 as usize)
+        .and_then(Option::as_ref)
+        .map_or_else(Metrics::default, Subflow::metrics)
+}
+
 /// Grows `slots` so that index `i` exists.
 pub(crate) fn ensure_slot<T>(slots: &mut Vec<Option<T>>, i: usize) {
     if slots.len() <= i {
