@@ -37,6 +37,7 @@ fn coupled_connections_take_one_share_of_a_shared_bottleneck() {
         "olia",
         "balia",
         "fully-coupled",
+        "kelly-voice",
         "ewtcp",
         "rpmp-v2",
         "mptcp-bytes",
@@ -44,6 +45,7 @@ fn coupled_connections_take_one_share_of_a_shared_bottleneck() {
     ] {
         let r = run(&scenario(&SHARED.replace("ALG", alg)), None);
         let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
+        println!("{alg}: multipath / Reno = {ratio:.3}");
         assert!(
             (0.75..=1.33).contains(&ratio),
             "{alg}: multipath / Reno = {ratio:.3}"
@@ -54,12 +56,13 @@ fn coupled_connections_take_one_share_of_a_shared_bottleneck() {
 
 #[test]
 fn linux_arithmetic_runs_and_stays_fair_on_a_shared_bottleneck() {
-    for alg in ["lia", "olia", "balia"] {
+    for alg in ["lia", "olia", "balia", "kelly-voice"] {
         let text = SHARED
             .replace("ALG", alg)
             .replace("algorithm", "arithmetic = \"linux\"\nalgorithm");
         let r = run(&scenario(&text), None);
         let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
+        println!("{alg} (linux): multipath / Reno = {ratio:.3}");
         assert!(
             (0.5..=1.5).contains(&ratio),
             "{alg} (linux): multipath / Reno = {ratio:.3}"
@@ -198,7 +201,7 @@ path = ["l"]
         )
     };
     let reno = run(&scenario(&text("reno")), None);
-    for alg in ["lia", "olia", "balia"] {
+    for alg in ["lia", "olia", "balia", "kelly-voice"] {
         let r = run(&scenario(&text(alg)), None);
         assert_eq!(
             format!("{:?}", r.flow_series),
