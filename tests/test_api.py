@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import textwrap
 import time
 from pathlib import Path
 
@@ -445,3 +446,41 @@ def test_any_values_give_a_scenario_or_a_scenario_error(**values: str) -> None:
     sim.advance(min(scenario.duration_s, 0.01))
     sim.check_conservation()
     assert sim.results()["stats"]["simulated_s"] == sim.now_s
+
+
+KELLY_VOICE = textwrap.dedent(
+    """
+    duration = "5s"
+    [[link]]
+    name = "bn"
+    rate = "10Mbps"
+    delay = "10ms"
+    queue = { type = "red", limit = "40pkt", min_th = 3, max_th = 12 }
+    [[link]]
+    name = "a{i}"
+    count = 2
+    rate = "100Mbps"
+    delay = "{n} ms"
+    [[flow]]
+    name = "mp"
+    algorithm = "ALG"
+    ARITH
+    subflows = [ { path = ["a0", "bn"] }, { path = ["a1", "bn"] } ]
+    """
+)
+
+
+@pytest.mark.parametrize("arith", ["", 'arithmetic = "linux"', 'counting = "per-ack-event"'])
+def test_kelly_voice_is_selectable_by_name(arith: str) -> None:
+    text = KELLY_VOICE.replace("ALG", "kelly-voice").replace("ARITH", arith)
+    res = pathweave.run(pathweave.parse(text), seed=1)
+    assert list(res.flows["algorithm"]) == ["kelly-voice"]
+    assert res.flows["goodput_bps"].iloc[0] > 0
+
+
+def test_a_misspelt_kelly_voice_names_the_field_and_the_choices() -> None:
+    text = KELLY_VOICE.replace("ALG", "kelly_voice").replace("ARITH", "")
+    with pytest.raises(pathweave.ScenarioError) as info:
+        pathweave.parse(text)
+    assert "flow[0].algorithm" in str(info.value)
+    assert "kelly-voice" in str(info.value)
