@@ -3,13 +3,13 @@
 //!
 //! * **Fully coupled** — the COUPLED algorithm of Wischik, Raiciu, Greenhalgh, Handley,
 //!   "Design, implementation and evaluation of congestion control for multipath TCP", NSDI
-//!   2011, §2 (ε = 0 of their ε-family), as htsim `mtcp.cpp` `FULLY_COUPLED` implements it
-//!   (ALGORITHMS.md §1.4, §1.5): the paths share one AIMD over the total window C. Per
-//!   acknowledged packet on r, `Δw_r = a/C` (a = 1); on a loss on r,
-//!   `ssthresh_r = max(w_r − C/b, 1·MSS)` (b = 2: half of the *total* window is removed, from
-//!   the lossy path). It moves all traffic to the least congested paths and flaps between
-//!   equally good ones. Not to be confused with the Kelly–Voice "Coupled" algorithm
-//!   (`kelly_voice.rs`), whose increase is quadratic rather than linear in the path's share.
+//!   2011, §2 (ε = 0 of their ε-family), as htsim `mtcp.cpp` `FULLY_COUPLED` implements it:
+//!   the paths share one AIMD over the total window C. Per acknowledged packet on r,
+//!   `Δw_r = a/C` (a = 1); on a loss on r, `ssthresh_r = max(w_r − C/b, 1·MSS)` (b = 2: half
+//!   of the *total* window is removed, from the lossy path). It moves all traffic to the least
+//!   congested paths and flaps between equally good ones. Not to be confused with the
+//!   Kelly–Voice "Coupled" algorithm (`kelly_voice.rs`), whose increase is quadratic rather
+//!   than linear in the path's share.
 //! * **EWTCP**, equally weighted TCP (Honda et al. 2009; Wischik et al., NSDI 2011 §2.1):
 //!   every path runs Reno with the increase scaled by a weight, `Δw_r = a/w_r` per packet with
 //!   `a = 1/n²` for n usable paths, so that n paths through one bottleneck together take what

@@ -3,8 +3,7 @@
 //! Srikant, Towsley, "Overlay TCP for multi-path routing and congestion control", IMA Workshop
 //! on Measurements and Modeling of the Internet, 2004): the reference point OLIA and Balia are
 //! built from (draft-walid-mptcp-congestion-control-04 §1, "the Coupled algorithm … [KELLY05],
-//! [HAN04]"; Khalili et al., CoNEXT 2012). In two arithmetics (`shared/reference/ALGORITHMS.md`
-//! §1.5, §2.2):
+//! [HAN04]"; Khalili et al., CoNEXT 2012). In two arithmetics:
 //!
 //! * `spec` — per acknowledged packet on path r in congestion avoidance,
 //!   `Δw_r = (w_r/rtt_r²)/(Σ_k w_k/rtt_k)²`; on a loss on r, `w_r ← w_r/2`. This is OLIA with
