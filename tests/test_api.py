@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import textwrap
+import threading
 import time
 from pathlib import Path
 
