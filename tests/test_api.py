@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -448,39 +447,24 @@ def test_any_values_give_a_scenario_or_a_scenario_error(**values: str) -> None:
     assert sim.results()["stats"]["simulated_s"] == sim.now_s
 
 
-KELLY_VOICE = textwrap.dedent(
-    """
-    duration = "5s"
-    [[link]]
-    name = "bn"
-    rate = "10Mbps"
-    delay = "10ms"
-    queue = { type = "red", limit = "40pkt", min_th = 3, max_th = 12 }
-    [[link]]
-    name = "a{i}"
-    count = 2
-    rate = "100Mbps"
-    delay = "{n} ms"
-    [[flow]]
-    name = "mp"
-    algorithm = "ALG"
-    ARITH
-    subflows = [ { path = ["a0", "bn"] }, { path = ["a1", "bn"] } ]
-    """
-)
+HEADLINE = Path(__file__).resolve().parent.parent / "scenarios" / "headline.toml"
+
+
+def _headline_with(algorithm: str, extra: str = "") -> str:
+    """The headline scenario, shortened, with the multipath flow's algorithm replaced."""
+    text = HEADLINE.read_text().replace('duration = "100s"', 'duration = "5s"')
+    return text.replace('algorithm = "lia"', f'algorithm = "{algorithm}"\n{extra}', 1)
 
 
 @pytest.mark.parametrize("arith", ["", 'arithmetic = "linux"', 'counting = "per-ack-event"'])
 def test_kelly_voice_is_selectable_by_name(arith: str) -> None:
-    text = KELLY_VOICE.replace("ALG", "kelly-voice").replace("ARITH", arith)
-    res = pathweave.run(pathweave.parse(text), seed=1)
-    assert list(res.flows["algorithm"]) == ["kelly-voice"]
+    res = pathweave.run(pathweave.parse(_headline_with("kelly-voice", arith)), seed=1)
+    assert list(res.flows["algorithm"]) == ["kelly-voice", "reno"]
     assert res.flows["goodput_bps"].iloc[0] > 0
 
 
 def test_a_misspelt_kelly_voice_names_the_field_and_the_choices() -> None:
-    text = KELLY_VOICE.replace("ALG", "kelly_voice").replace("ARITH", "")
     with pytest.raises(pathweave.ScenarioError) as info:
-        pathweave.parse(text)
+        pathweave.parse(_headline_with("kelly_voice"))
     assert "flow[0].algorithm" in str(info.value)
     assert "kelly-voice" in str(info.value)

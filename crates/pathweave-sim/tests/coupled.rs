@@ -70,6 +70,32 @@ fn linux_arithmetic_runs_and_stays_fair_on_a_shared_bottleneck() {
     }
 }
 
+/// Kelly–Voice in both arithmetics: the same seed gives the same run, the two arithmetics are
+/// different controllers, and a misspelt name is refused with the choices.
+#[test]
+fn kelly_voice_runs_are_deterministic_in_both_arithmetics() {
+    let text = |arith: &str| {
+        SHARED
+            .replace("ALG", "kelly-voice")
+            .replace("algorithm", &format!("{arith}\nalgorithm"))
+    };
+    let mut goodput = Vec::new();
+    for arith in ["", "arithmetic = \"linux\""] {
+        let sc = scenario(&text(arith));
+        let (a, b) = (run(&sc, Some(3)), run(&sc, Some(3)));
+        assert!(format!("{a:?}") == format!("{b:?}"), "{arith}");
+        goodput.push(a.flows.goodput_bps[0]);
+    }
+    assert_ne!(goodput[0], goodput[1]);
+    let e = pathweave_sim::Scenario::parse(&SHARED.replace("ALG", "kelly_voice"), "t.toml", "t")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flow[0].algorithm") && e.contains("kelly-voice"),
+        "{e}"
+    );
+}
+
 const DISJOINT: &str = r#"
 duration = "100s"
 [[link]]

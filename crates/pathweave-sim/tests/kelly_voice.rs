@@ -1,6 +1,5 @@
-//! The Kelly–Voice "Coupled" algorithm in the simulator: selectable by name in both
-//! arithmetics, deterministic, and slow to give a path back its window once competition has
-//! left it — the behaviour draft-walid-mptcp-congestion-control-04 §1 reports ("the Coupled
+//! The Kelly–Voice "Coupled" algorithm in the simulator: slow to give a path back its window
+//! once competition has left it — the behaviour draft-walid-mptcp-congestion-control-04 §1 reports ("the Coupled
 //! algorithm responds slowly in a dynamic network environment", after RFC 6356), and the reason
 //! LIA, OLIA and Balia depart from it.
 
@@ -141,70 +140,5 @@ fn a_squeezed_path_regains_its_window_at_least_three_times_slower_than_under_lia
     assert!(
         kv_s >= 3.0 * lia_s,
         "kelly-voice {kv_s:.1} s vs lia {lia_s:.1} s"
-    );
-}
-
-const SHARED: &str = r#"
-duration = "20s"
-[[link]]
-name = "bn"
-rate = "20Mbps"
-delay = "10ms"
-queue = { type = "red", limit = "100pkt", min_th = 10, max_th = 30 }
-[[link]]
-name = "s{i}"
-count = 3
-rate = "1Gbps"
-delay = "{i}*7 ms"
-queue = { type = "droptail", limit = "10000pkt" }
-[[flow]]
-name = "mp"
-algorithm = "kelly-voice"
-ARITH
-subflows = [ { path = ["s0", "bn"] }, { path = ["s1", "bn"] } ]
-[[flow]]
-name = "reno"
-path = ["s2", "bn"]
-"#;
-
-#[test]
-fn same_seed_gives_identical_runs_in_both_arithmetics() {
-    for arith in ["", "arithmetic = \"linux\""] {
-        let sc = scenario(&SHARED.replace("ARITH", arith));
-        let (a, b) = (run(&sc, Some(3)), run(&sc, Some(3)));
-        assert!(format!("{a:?}") == format!("{b:?}"), "{arith}");
-        assert_eq!(a.flows.algorithm[0], "kelly-voice");
-    }
-    // The two arithmetics are different controllers.
-    let spec = run(&scenario(&SHARED.replace("ARITH", "")), Some(3));
-    let linux = run(
-        &scenario(&SHARED.replace("ARITH", "arithmetic = \"linux\"")),
-        Some(3),
-    );
-    assert_ne!(spec.flows.goodput_bps, linux.flows.goodput_bps);
-}
-
-#[test]
-fn scenario_mistakes_with_kelly_voice_are_named() {
-    for (extra, needle) in [
-        ("maximum = \"approximate\"", "flow[0].maximum"),
-        ("arithmetic = \"kernel\"", "flow[0].arithmetic"),
-        ("counting = \"per-byte\"", "flow[0].counting"),
-    ] {
-        let text = SHARED.replace("ARITH", extra);
-        let e = pathweave_sim::Scenario::parse(&text, "t.toml", "t")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(needle), "{extra}: {e}");
-    }
-    let text = SHARED
-        .replace("kelly-voice", "kelly_voice")
-        .replace("ARITH", "");
-    let e = pathweave_sim::Scenario::parse(&text, "t.toml", "t")
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("flow[0].algorithm") && e.contains("kelly-voice"),
-        "{e}"
     );
 }

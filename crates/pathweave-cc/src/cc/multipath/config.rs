@@ -370,6 +370,50 @@ impl WindowConfig {
     }
 }
 
+/// The builder of a configuration whose only parameters are the shared slow start, the
+/// arithmetic and the counting (a `Default` struct with fields `window: WindowConfig`,
+/// `arithmetic: Arithmetic` and `counting: Option<Counting>`): OLIA, Balia and Kelly–Voice.
+/// `$algorithm` is the [`Algorithm`] whose modes `validate` checks.
+macro_rules! modal_config {
+    ($config:ident, $algorithm:expr) => {
+        impl $config {
+            /// Spec arithmetic, counting per packet, the default slow start.
+            pub fn new() -> Self {
+                $config::default()
+            }
+            /// The shared slow start and initial window.
+            pub fn window(mut self, w: $crate::cc::multipath::config::WindowConfig) -> Self {
+                self.window = w;
+                self
+            }
+            /// Spec or Linux arithmetic.
+            pub fn arithmetic(mut self, a: $crate::cc::multipath::config::Arithmetic) -> Self {
+                self.arithmetic = a;
+                self
+            }
+            /// Per-packet or per-ACK-event counting; unset, it follows the arithmetic.
+            pub fn counting(mut self, c: $crate::cc::multipath::config::Counting) -> Self {
+                self.counting = Some(c);
+                self
+            }
+            /// The counting in force.
+            pub fn counting_mode(&self) -> $crate::cc::multipath::config::Counting {
+                self.counting.unwrap_or(self.arithmetic.default_counting())
+            }
+            /// The arithmetic in force.
+            pub fn arithmetic_mode(&self) -> $crate::cc::multipath::config::Arithmetic {
+                self.arithmetic
+            }
+            /// Checks the arithmetic and the window settings.
+            pub fn validate(&self) -> Result<(), $crate::cc::multipath::config::ConfigError> {
+                $crate::cc::multipath::config::check_arithmetic($algorithm, self.arithmetic)?;
+                self.window.validate()
+            }
+        }
+    };
+}
+pub(crate) use modal_config;
+
 /// Rejects `arithmetic` if `algorithm` lacks it.
 pub(crate) fn check_arithmetic(
     algorithm: Algorithm,

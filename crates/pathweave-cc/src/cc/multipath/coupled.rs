@@ -23,7 +23,8 @@
 
 use crate::cc::multipath::config::{check_range, ConfigError, Counting, WindowConfig};
 use crate::cc::multipath::subflow::{
-    ensure_slot, is_coupled, slot_mut, subflow_metrics, usable_paths, window_of, Subflow,
+    end_recovery_at, ensure_slot, enter_recovery_at, is_coupled, slot_mut, subflow_metrics,
+    timeout_at, usable_paths, window_of, Subflow,
 };
 use crate::cc::multipath::{MultipathController, Paths};
 use crate::cc::{Ack, CongestionEvent, Metrics, PathId, Rto};
@@ -208,30 +209,21 @@ impl MultipathController for FullyCoupled {
     }
 
     fn on_congestion_event(&mut self, p: PathId, _ev: &CongestionEvent, paths: &Paths<'_>) {
-        let coupled = is_coupled(&self.paths, paths, p);
-        if let Some(ss) = self.loss_ssthresh(p, coupled, paths) {
-            if let Some(sf) = slot_mut(&mut self.paths, p) {
-                sf.enter_recovery(ss);
-            }
-        }
+        let ss = self.loss_ssthresh(p, is_coupled(&self.paths, paths, p), paths);
+        enter_recovery_at(&mut self.paths, p, ss);
     }
 
     fn on_recovery_end(&mut self, p: PathId, _now: Instant, _paths: &Paths<'_>) {
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.in_recovery = false;
-        }
+        end_recovery_at(&mut self.paths, p);
     }
 
     fn on_rto(&mut self, p: PathId, rto: &Rto, paths: &Paths<'_>) {
         let coupled = is_coupled(&self.paths, paths, p);
-        let ss = if rto.repeated {
-            None
-        } else {
-            self.loss_ssthresh(p, coupled, paths)
-        };
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.timeout(ss);
-        }
+        // RFC 5681 §3.1: a repeated timeout holds ssthresh.
+        let ss = (!rto.repeated)
+            .then(|| self.loss_ssthresh(p, coupled, paths))
+            .flatten();
+        timeout_at(&mut self.paths, p, ss);
     }
 
     fn window(&self, p: PathId) -> Bytes {
@@ -377,9 +369,7 @@ impl MultipathController for Ewtcp {
     }
 
     fn on_recovery_end(&mut self, p: PathId, _now: Instant, _paths: &Paths<'_>) {
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.in_recovery = false;
-        }
+        end_recovery_at(&mut self.paths, p);
     }
 
     fn on_rto(&mut self, p: PathId, rto: &Rto, _paths: &Paths<'_>) {

@@ -26,12 +26,12 @@
 //! `w_r/rtt_r ≤ Σ_k w_k/rtt_k`); windows never shrink in congestion avoidance; ssthresh ≥ 2·MSS.
 
 use crate::cc::multipath::config::{
-    check_arithmetic, Algorithm, Arithmetic, ConfigError, Counting, WindowConfig,
+    modal_config, Algorithm, Arithmetic, ConfigError, Counting, WindowConfig,
 };
 use crate::cc::multipath::olia::{kernel_counter_delta, KernelEpsilon, KernelOliaSample};
 use crate::cc::multipath::subflow::{
-    ensure_slot, is_coupled, sample, slot_mut, srtt_us, subflow_metrics, usable_paths, window_of,
-    Subflow,
+    end_recovery_at, ensure_slot, enter_recovery_at, is_coupled, sample, slot_mut, srtt_us,
+    subflow_metrics, timeout_at, usable_paths, window_of, Subflow,
 };
 use crate::cc::multipath::{MultipathController, PathSample, Paths};
 use crate::cc::{Ack, CongestionEvent, Metrics, PathId, Rto};
@@ -71,39 +71,9 @@ pub struct KellyVoiceConfig {
     counting: Option<Counting>,
 }
 
+modal_config!(KellyVoiceConfig, Algorithm::KellyVoice);
+
 impl KellyVoiceConfig {
-    /// Spec arithmetic, counting per packet, the default slow start.
-    pub fn new() -> Self {
-        KellyVoiceConfig::default()
-    }
-    /// The shared slow start and initial window.
-    pub fn window(mut self, w: WindowConfig) -> Self {
-        self.window = w;
-        self
-    }
-    /// Spec or Linux arithmetic.
-    pub fn arithmetic(mut self, a: Arithmetic) -> Self {
-        self.arithmetic = a;
-        self
-    }
-    /// Per-packet or per-ACK-event counting; unset, it follows the arithmetic.
-    pub fn counting(mut self, c: Counting) -> Self {
-        self.counting = Some(c);
-        self
-    }
-    /// The counting in force.
-    pub fn counting_mode(&self) -> Counting {
-        self.counting.unwrap_or(self.arithmetic.default_counting())
-    }
-    /// The arithmetic in force.
-    pub fn arithmetic_mode(&self) -> Arithmetic {
-        self.arithmetic
-    }
-    /// Checks the window settings.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_arithmetic(Algorithm::KellyVoice, self.arithmetic)?;
-        self.window.validate()
-    }
     /// A controller with no paths yet.
     pub fn build(&self) -> Result<KellyVoice, ConfigError> {
         self.validate()?;
@@ -258,30 +228,21 @@ impl MultipathController for KellyVoice {
     }
 
     fn on_congestion_event(&mut self, p: PathId, _ev: &CongestionEvent, paths: &Paths<'_>) {
-        let coupled = is_coupled(&self.paths, paths, p);
-        if let Some(ss) = self.loss_ssthresh(p, coupled) {
-            if let Some(sf) = slot_mut(&mut self.paths, p) {
-                sf.enter_recovery(ss);
-            }
-        }
+        let ss = self.loss_ssthresh(p, is_coupled(&self.paths, paths, p));
+        enter_recovery_at(&mut self.paths, p, ss);
     }
 
     fn on_recovery_end(&mut self, p: PathId, _now: Instant, _paths: &Paths<'_>) {
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.in_recovery = false;
-        }
+        end_recovery_at(&mut self.paths, p);
     }
 
     fn on_rto(&mut self, p: PathId, rto: &Rto, paths: &Paths<'_>) {
         let coupled = is_coupled(&self.paths, paths, p);
-        let ss = if rto.repeated {
-            None // RFC 5681 §3.1: a repeated timeout holds ssthresh
-        } else {
-            self.loss_ssthresh(p, coupled)
-        };
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.timeout(ss);
-        }
+        // RFC 5681 §3.1: a repeated timeout holds ssthresh.
+        let ss = (!rto.repeated)
+            .then(|| self.loss_ssthresh(p, coupled))
+            .flatten();
+        timeout_at(&mut self.paths, p, ss);
     }
 
     fn window(&self, p: PathId) -> Bytes {

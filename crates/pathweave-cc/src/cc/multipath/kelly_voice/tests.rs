@@ -186,24 +186,24 @@ fn vectors_linux_counter_step_and_acks_per_packet() {
 
 #[test]
 fn single_path_behaves_like_reno() {
-    let mut ops = vec![
-        Op::Ack {
-            bytes: MSS,
-            in_recovery: false,
-        };
-        300
-    ];
-    ops.insert(40, Op::Loss);
-    ops.insert(
-        41,
-        Op::Ack {
-            bytes: MSS,
-            in_recovery: true,
-        },
-    );
-    ops.insert(45, Op::RecoveryEnd);
-    ops.insert(200, Op::Rto { repeated: false });
-    ops.insert(201, Op::Rto { repeated: true });
+    // Every 97 events: a loss, an ACK inside recovery, the end of recovery, and late in each
+    // cycle a timeout (repeated in the later cycles); acknowledgements of one or two segments
+    // in between, so slow start, recovery and congestion avoidance all occur.
+    let ops: Vec<Op> = (0..500u64)
+        .map(|k| match k % 97 {
+            40 => Op::Loss,
+            41 => Op::Ack {
+                bytes: MSS,
+                in_recovery: true,
+            },
+            45 => Op::RecoveryEnd,
+            90 => Op::Rto { repeated: k > 250 },
+            _ => Op::Ack {
+                bytes: MSS * (1 + k % 2),
+                in_recovery: false,
+            },
+        })
+        .collect();
     for a in [Arithmetic::Spec, Arithmetic::Linux] {
         for idle_sibling in [false, true] {
             let c = KellyVoiceConfig::new().arithmetic(a).build().unwrap();
