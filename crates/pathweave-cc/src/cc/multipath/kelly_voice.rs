@@ -106,23 +106,27 @@ impl KellyVoice {
         self.cfg.arithmetic == Arithmetic::Linux
     }
 
-    /// Fills the samples of the usable paths (effective windows); returns the position of `p`
-    /// among them.
+    /// Fills the samples of the usable paths (effective windows) for the arithmetic in force;
+    /// returns the position of `p` among them.
     fn collect(&mut self, p: PathId, paths: &Paths<'_>) -> Option<usize> {
+        let linux = self.linux();
         self.samples.clear();
         self.kernel_samples.clear();
         let mut me = None;
-        for (i, sf, v) in usable_paths(&self.paths, paths) {
+        for (n, (i, sf, v)) in usable_paths(&self.paths, paths).enumerate() {
             if i == p.0 as usize {
-                me = Some(self.samples.len());
+                me = Some(n);
             }
-            let w = sf.effective_window();
-            self.samples.push(sample(w, v));
-            self.kernel_samples.push(KernelOliaSample {
-                cwnd: (w / sf.mss).max(1),
-                srtt_us: srtt_us(v),
-                loss_interval: 0,
-            });
+            let w = sf.effective_window(); // mptcp_get_crt_cwnd: ssthresh while in recovery
+            if linux {
+                self.kernel_samples.push(KernelOliaSample {
+                    cwnd: (w / sf.mss).max(1),
+                    srtt_us: srtt_us(v),
+                    loss_interval: 0, // ε = 0: the inter-loss distance is never read
+                });
+            } else {
+                self.samples.push(sample(w, v));
+            }
         }
         me
     }
