@@ -118,3 +118,17 @@ def test_a_counted_flow_is_refused_before_running(capsys: pytest.CaptureFixture[
     dumbbell = ROOT / "scenarios" / "dumbbell.toml"
     assert cli.main(["compare", str(dumbbell), "--flow", "reno{i}", "--algorithms", "lia"]) == 2
     assert "stamped out 8 times" in capsys.readouterr().err
+
+
+def test_kelly_voice_and_fully_coupled_are_two_algorithms(short_headline: Path) -> None:
+    # Two algorithms go by "fully coupled": Wischik et al.'s (NSDI 2011, 1/w_total per packet)
+    # and Kelly & Voice's ((w_r/rtt_r²)/(Σ w/rtt)² per packet). Both take about one share of
+    # the shared bottleneck (RFC 6356 goal 2), and they are different controllers.
+    c = compare(short_headline, "mp", ["kelly-voice", "fully-coupled"], seed=1)
+    table = c.table().set_index("algorithm")
+    for alg in ("kelly-voice", "fully-coupled"):
+        assert 0.75 <= table.loc[alg, "share_ratio"] <= 1.33, alg
+    assert (
+        table.loc["kelly-voice", "flow_goodput_bps"]
+        != table.loc["fully-coupled", "flow_goodput_bps"]
+    )
