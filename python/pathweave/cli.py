@@ -153,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
         "sweep",
         help="run every point of a scenario's [sweep] table",
         description="Run the grid and seeds of a scenario's [sweep] table, caching every run; "
-        "print mean ± 95 %% confidence interval per point and write the tables.",
+        "print mean ± 95 % confidence interval per point and write the tables.",
     )
     sweep_p.add_argument("file", type=Path, metavar="FILE", help="scenario file with [sweep]")
     sweep_p.add_argument(
