@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python lint bench bench-emulate slow clean
+.PHONY: setup demo test test-rust test-python lint bench bench-emulate slow docs fuzz fuzz-short clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,18 @@ lint: setup
 # Slow reproductions and cross-checks (deselected by default).
 slow: setup
 	$(BIN)/pytest -m slow
+
+# The documentation site, with broken links as errors.
+docs: setup
+	$(BIN)/mkdocs build --strict --quiet
+
+# The fuzz harness on the scenario reader and builder: 10^6 inputs (fuzz-short: 10^5, in CI).
+FUZZ_RUNS ?= 1000000
+fuzz:
+	cargo run --release --quiet -p pathweave-fuzz -- --runs $(FUZZ_RUNS)
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_RUNS=100000
 
 bench: setup
 	$(BIN)/python bench/dumbbell.py

@@ -24,6 +24,7 @@ __all__ = [
     "emulate_leftovers",
     "load_scenario",
     "parse_scenario",
+    "read_scenario_text",
     "toml_loads",
 ]
 
@@ -108,8 +109,13 @@ class Scenario:
     @property
     def source(self) -> str: ...
 
-def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a scenario file; raises ScenarioError."""
+def load_scenario(path: str | os.PathLike[str], max_bytes: int | None = None) -> Scenario:
+    """Read and validate a scenario file of at most ``max_bytes`` (default 4 MiB); raises
+    ScenarioError."""
+
+def read_scenario_text(path: str | os.PathLike[str], max_bytes: int | None = None) -> str:
+    """The text of a scenario file: a regular file of at most ``max_bytes`` (default 4 MiB)
+    of UTF-8, checked before it is read. Raises ScenarioError naming the file otherwise."""
 
 def parse_scenario(text: str, label: str = "<string>") -> Scenario:
     """Validate scenario text; ``label`` names it in error messages. Raises ScenarioError."""

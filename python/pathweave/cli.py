@@ -30,9 +30,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pathweave import _core
+from pathweave import _core, catalog
 from pathweave._core import PathweaveError, Scenario, ScenarioError
-from pathweave.api import Result, check_output_directory, load, run
+from pathweave.api import (
+    Result,
+    check_output_directory,
+    load,
+    max_scenario_bytes,
+    read_scenario_text,
+    run,
+)
+from pathweave.catalog import ENV_SCENARIOS
 from pathweave.compare import DEFAULT_ALGORITHMS
 from pathweave.emulate import EmulatedResult
 
@@ -57,6 +65,11 @@ _MAX_LINK_ROWS = 6
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(argv)
+    try:
+        max_scenario_bytes()  # a bad limit is bad input, reported before anything is read
+    except PathweaveError as e:
+        _error(str(e))
+        return EXIT_BAD_INPUT
     try:
         code: int = args.command(args)
     except KeyboardInterrupt:
@@ -177,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
         "sweep",
         help="run every point of a scenario's [sweep] table",
         description="Run the grid and seeds of a scenario's [sweep] table, caching every run; "
-        "print mean ± 95 %% confidence interval per point and write the tables.",
+        "print mean ± 95 % confidence interval per point and write the tables.",
     )
     sweep_p.add_argument("file", type=Path, metavar="FILE", help="scenario file with [sweep]")
     sweep_p.add_argument(
@@ -216,6 +229,25 @@ def _parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="print neither progress nor the tables"
     )
     repro_p.set_defaults(command=_reproduce)
+
+    scen_p = sub.add_parser(
+        "scenarios",
+        help="list the shipped scenarios, or copy one to edit",
+        description="The scenarios shipped with pathweave (the experiments' and the examples). "
+        f"${ENV_SCENARIOS}, if set, names another directory to use instead.",
+    )
+    scen_sub = scen_p.add_subparsers(title="actions", required=True, metavar="ACTION")
+    list_p = scen_sub.add_parser("list", help="list the shipped scenarios by name")
+    list_p.set_defaults(command=_scenarios_list)
+    copy_p = scen_sub.add_parser(
+        "copy",
+        help="copy a scenario (or a directory of them) into DIR",
+        description="Copy the scenario NAME (NAME.toml) or the directory NAME into DIR "
+        "(created if missing). Existing files are never overwritten.",
+    )
+    copy_p.add_argument("name", metavar="NAME", help="a name from 'pathweave scenarios list'")
+    copy_p.add_argument("dest", type=Path, metavar="DIR", help="destination directory")
+    copy_p.set_defaults(command=_scenarios_copy)
     return parser
 
 
@@ -585,8 +617,8 @@ def _number(x: float, spec: str) -> str:
 def _has_sweep(path: Path) -> bool:
     """Whether the file parses as TOML with a top-level ``[sweep]`` table."""
     try:
-        return "sweep" in _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, ScenarioError):
+        return "sweep" in _core.toml_loads(read_scenario_text(path), str(path))
+    except ScenarioError:
         return False  # the ordinary loader reports what is wrong
 
 
@@ -759,7 +791,10 @@ def _reproduce(args: argparse.Namespace) -> int:
                 "command to resume"
             )
             return EXIT_INTERRUPTED
-        except (ScenarioError, SweepError, repro.ExperimentError) as e:
+        except repro.ExperimentError as e:
+            _error(str(e))  # names the experiment itself
+            return EXIT_FAILURE
+        except (ScenarioError, SweepError) as e:
             _error(f"{i}: {e}")
             return EXIT_FAILURE
         except OSError as e:
@@ -787,6 +822,34 @@ def _reproduce(args: argparse.Namespace) -> int:
         for f in o.result.failures:
             _error(f"{o.experiment.id}: point {f.task.point.index} seed {f.task.seed}: {f.message}")
     return EXIT_FAILURE if failures else 0
+
+
+def _scenarios_list(args: argparse.Namespace) -> int:
+    found = catalog.scenarios()
+    if not found:
+        _error(f"no scenario files in {catalog.scenarios_dir()}")
+        return EXIT_BAD_INPUT
+    table = Table(title=f"scenarios in {catalog.scenarios_dir()}")
+    table.add_column("name")
+    table.add_column("description")
+    for s in found:
+        table.add_row(Text(s.name), Text(s.summary))
+    _console().print(table)
+    return 0
+
+
+def _scenarios_copy(args: argparse.Namespace) -> int:
+    try:
+        written = catalog.copy_scenario(args.name, args.dest)
+    except catalog.CatalogError as e:
+        _error(f"scenarios copy: {e}")
+        return EXIT_BAD_INPUT
+    except OSError as e:
+        _error(f"scenarios copy: cannot write into {args.dest}: {e}")
+        return EXIT_BAD_INPUT
+    for path in written:
+        print(path)
+    return 0
 
 
 def _experiment_list(experiments: list[Experiment]) -> None:

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from pathweave import _core
 from pathweave._core import Scenario
-from pathweave.api import Result, _atomic_directory, load, parse, run
+from pathweave.api import Result, _atomic_directory, load, parse, read_scenario_text, run
 
 __all__ = [
     "Comparison",
@@ -110,7 +110,7 @@ def variants(
         raise ValueError(f"algorithms listed more than once: {', '.join(repeated)}")
     path = Path(scenario)
     load(path)  # the scenario as written must be valid too; reports an unreadable file
-    doc = _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
+    doc = _core.toml_loads(read_scenario_text(path), str(path))
     # The label names the variant, so an error says which algorithm it came with.
     return {
         alg: parse(

@@ -38,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simulation::PySimulation>()?;
     m.add_function(wrap_pyfunction!(scenario::load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::parse_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::read_scenario_text, m)?)?;
     m.add_function(wrap_pyfunction!(toml_doc::toml_loads, m)?)?;
     m.add_function(wrap_pyfunction!(emulate::emulate, m)?)?;
     m.add_function(wrap_pyfunction!(emulate::emulate_cleanup, m)?)?;

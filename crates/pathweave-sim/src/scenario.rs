@@ -11,13 +11,15 @@
 
 mod control;
 mod document;
+mod file;
 mod flows;
 mod links;
 mod loss;
 mod values;
 
-pub use control::{algorithm_names, Control, ControlSpec};
-pub use flows::{FlowKind, FlowSpec, SubflowSpec, TcpSettings};
+pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec};
+pub use file::{read_scenario_file, MAX_FILE_BYTES};
+pub use flows::{FlowKind, FlowSpec, SubflowSpec, TcpSettings, TCP_KEYS};
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};
 
 use pathweave_cc::Duration;
@@ -112,13 +114,15 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// Read and validate a scenario file.
+    /// Read and validate a scenario file of at most [`MAX_FILE_BYTES`].
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_limited(path, MAX_FILE_BYTES)
+    }
+
+    /// Read and validate a scenario file of at most `max_bytes` (see [`read_scenario_file`]).
+    pub fn load_limited(path: &std::path::Path, max_bytes: u64) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
-            file: file.clone(),
-            message: e.to_string(),
-        })?;
+        let text = read_scenario_file(path, max_bytes)?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -24,7 +24,7 @@ import tomli_w
 
 from pathweave import _core
 from pathweave._core import PathweaveError, Scenario, ScenarioError
-from pathweave.api import parse
+from pathweave.api import parse, read_scenario_text
 
 SWEEP_TABLE = "sweep"
 """The top-level table of a scenario file that describes its sweep."""
@@ -296,11 +296,7 @@ def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     """``(label, document without [sweep], the [sweep] table or None)``, the document
     checked by the simulator. Raises ``ScenarioError`` for a file that is not valid."""
     label = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        _core.load_scenario(path)  # raises the simulator's own "cannot read" error
-        raise
+    text = read_scenario_text(path)  # a regular file within the size limit; else ScenarioError
     doc = _core.toml_loads(text, label)  # the simulator's parser; raises ScenarioError
     table = doc.pop(SWEEP_TABLE, None)
     if table is not None and not isinstance(table, dict):

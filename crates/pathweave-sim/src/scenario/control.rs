@@ -64,6 +64,11 @@ pub fn algorithm_names() -> Vec<&'static str> {
     v
 }
 
+/// The controller parameters a flow may set (each taken by some of the algorithms).
+pub fn control_parameter_names() -> impl Iterator<Item = &'static str> {
+    CONTROL_PARAMS.iter().map(|(name, _)| *name)
+}
+
 /// Controller parameters a flow may set, and the algorithms that take each.
 pub(super) const CONTROL_PARAMS: &[(&str, &[&str])] = &[
     ("maximum", &["lia"]),

@@ -605,7 +605,8 @@ impl Reader<'_> {
     }
 }
 
-pub(super) const TCP_KEYS: &[&str] = &[
+/// The TCP settings a flow (or the `[tcp]` table) may give.
+pub const TCP_KEYS: &[&str] = &[
     "receive_buffer",
     "scheduler",
     "mss",

@@ -305,9 +305,9 @@ impl Reader<'_> {
     }
 
     /// Expand `count`: the copies of an item, each with `{i}`/`{n}` substituted.
-    pub(super) fn expand(&self, t: &Table, path: &str) -> R<Vec<Table>> {
+    pub(super) fn expand(&self, t: &Table, path: &str) -> R<Box<dyn Iterator<Item = Table>>> {
         let Some(cv) = t.get("count") else {
-            return Ok(vec![t.clone()]);
+            return Ok(Box::new(std::iter::once(t.clone())));
         };
         let field = join(path, "count");
         let n = self.whole(&field, cv, 1, 100_000)? as usize;
@@ -321,11 +321,12 @@ impl Reader<'_> {
         }
         let mut base = t.clone();
         base.remove("count");
-        Ok((0..n)
-            .map(|i| match substitute(&Value::Table(base.clone()), i) {
-                Value::Table(t) => t,
-                _ => Table::new(),
-            })
-            .collect())
+        let base = Value::Table(base);
+        // One copy at a time, as the caller reads it: a small item with a large count must not
+        // hold every copy's table at once (each is dropped once read into its spec).
+        Ok(Box::new((0..n).map(move |i| match substitute(&base, i) {
+            Value::Table(t) => t,
+            _ => Table::new(),
+        })))
     }
 }

@@ -129,8 +129,8 @@ EXPERIMENT = Experiment(
     id="reno-square-root",
     title="Reno under random loss: the square-root law",
     description=(
-        "A worked example of the reproduction machinery, not an experiment of the reproduced "
-        "papers: one Reno flow's goodput under Bernoulli loss against Mathis, Semke, "
+        "A worked example of the reproduction machinery, not an experiment of the papers "
+        "reproduced here: one Reno flow's goodput under Bernoulli loss against Mathis, Semke, "
         "Mahdavi & Ott (1997), MSS/RTT·√(3/(2p))."
     ),
     source=f"{papers.MATHIS_1997}, eq. 3",
