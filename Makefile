@@ -29,8 +29,10 @@ test: setup test-rust test-python
 test-rust:
 	cargo test --release --workspace --exclude pathweave-py
 
+# PYTEST_ARGS narrows the run, e.g. PYTEST_ARGS='-m "not slow and not emulation"'.
+PYTEST_ARGS ?=
 test-python: setup
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: setup
 	cargo fmt --all -- --check

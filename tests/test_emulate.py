@@ -52,20 +52,29 @@ if WHY_NOT is not None:
 needs_root = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
 
 
-def _tun_devices() -> list[str]:
-    """TUN devices of ours visible anywhere (they live only inside our namespaces)."""
-    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if ": pw-" in line]
+def realtime(test):  # type: ignore[no-untyped-def]
+    """A test that emulates in real time: needs root, marked `emulation`."""
+    return pytest.mark.emulation(needs_root(test))
+
+
+def _tun_devices(namespaces: list[str]) -> list[str]:
+    """TUN devices of the emulator in the root namespace and in ``namespaces``."""
+    found = []
+    for ns in [None, *namespaces]:
+        cmd = ["ip", "-o", "link", "show"] if ns is None else ["ip", "-n", ns, "-o", "link", "show"]
+        out = subprocess.run(cmd, capture_output=True, text=True).stdout
+        found += [line for line in out.splitlines() if ": pw-" in line]
+    return found
 
 
 @pytest.fixture(autouse=True)
 def nothing_left_behind():
-    """After every test: no namespace or device of ours, no extra thread or child process."""
+    """After every test: no namespace of this process's emulations (their devices live only
+    inside them), no extra thread, no child process."""
     threads = threading.active_count()
     yield
     if WHY_NOT is None:
-        assert leftovers() == []
-        assert _tun_devices() == []
+        assert leftovers(os.getpid()) == []
     assert threading.active_count() == threads
     assert psutil.Process().children() == []
 
@@ -108,7 +117,7 @@ def _steady_goodput(res: EmulatedResult, flow: int, after_s: float) -> float:
     return float(s["rate_bps"].mean())
 
 
-@needs_root
+@realtime
 @pytest.mark.parametrize("rate", [10, 50, 100])
 def test_one_tcp_flow_fills_the_link(tmp_path: Path, rate: int) -> None:
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
@@ -161,7 +170,7 @@ print(statistics.median(rtts), len(rtts))
 """
 
 
-@needs_root
+@realtime
 def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     # A flow that starts at the very end leaves the link idle; ICMP echoes between the two
     # namespaces cross the emulated link both ways before it starts.
@@ -171,9 +180,9 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     worker = threading.Thread(target=lambda: box.setdefault("r", emulate(path)))
     worker.start()
     deadline = time.monotonic() + 3
-    while len(leftovers()) < 2 and time.monotonic() < deadline:
+    while len(leftovers(os.getpid())) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    sender = next(n for n in leftovers() if n.endswith("-0s"))
+    sender = next(n for n in leftovers(os.getpid()) if n.endswith("-0s"))
     time.sleep(0.3)  # devices up
     out = subprocess.run(
         ["ip", "netns", "exec", sender, sys.executable, "-c", _PING, "198.19.0.1", "198.18.0.1"],
@@ -190,7 +199,7 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     assert box["r"].reliable
 
 
-@needs_root
+@realtime
 def test_udp_at_120_percent_loses_a_sixth(tmp_path: Path) -> None:
     flow = _cbr("12Mbps")
     res = emulate(_scenario(tmp_path, _one_link(10, flow, duration="5s")))
@@ -209,7 +218,7 @@ RED = (
 )
 
 
-@needs_root
+@realtime
 def test_red_drops_as_the_simulator_does(tmp_path: Path) -> None:
     flow = _cbr("11Mbps")
     path = _scenario(tmp_path, _one_link(10, flow, duration="6s", queue=RED))
@@ -259,7 +268,7 @@ def _two_paths(duration: str, b: str, a_events: str = "", traffic: str = "") -> 
         """
 
 
-@needs_root
+@realtime
 def test_mptcp_over_two_disjoint_paths_adds_them_up(tmp_path: Path) -> None:
     text = _two_paths("8s", b='rate = "10Mbps"\ndelay = "15ms"')
     res = emulate(_scenario(tmp_path, text))
@@ -272,7 +281,7 @@ def test_mptcp_over_two_disjoint_paths_adds_them_up(tmp_path: Path) -> None:
     assert (subs["throughput_bps"] > 5e6).all()
 
 
-@needs_root
+@realtime
 def test_an_outage_does_not_lose_a_byte(tmp_path: Path) -> None:
     text = _two_paths(
         "14s",
@@ -305,7 +314,7 @@ def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
     return path
 
 
-@needs_root
+@realtime
 def test_the_dumbbell_emulated_agrees_with_the_simulator() -> None:
     # The whole 100 s file: a shorter run leaves each flow's goodput too noisy for the 20 %
     # comparison (about 8 % standard deviation per flow at 60 s, 6 % at 100 s). The
@@ -325,7 +334,7 @@ def test_the_dumbbell_emulated_agrees_with_the_simulator() -> None:
     assert (abs(ge / gs - 1) <= 0.20).all()
 
 
-@needs_root
+@realtime
 def test_uncoupled_subflows_take_two_shares_on_linux_as_in_the_simulator(tmp_path: Path) -> None:
     path = _shortened(tmp_path, "headline.toml", 30, mp="uncoupled")
     ratios = []
@@ -337,7 +346,7 @@ def test_uncoupled_subflows_take_two_shares_on_linux_as_in_the_simulator(tmp_pat
     assert abs(ratios[1] / ratios[0] - 1) <= 0.25
 
 
-@needs_root
+@realtime
 def test_compare_puts_both_engines_side_by_side(tmp_path: Path) -> None:
     path = _shortened(tmp_path, "headline.toml", 8)
     out = subprocess.run(
@@ -373,41 +382,41 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "pathweave", *args]
 
 
-def _wait_for_namespaces(n: int, timeout: float = 5.0) -> None:
+def _wait_for_namespaces(pid: int, n: int, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
-    while len(leftovers()) < n:
+    while len(leftovers(pid)) < n:
         assert time.monotonic() < deadline, "the emulation did not start"
         time.sleep(0.05)
     time.sleep(0.5)
 
 
-@needs_root
+@realtime
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_removes_everything(tmp_path: Path, sig: signal.Signals) -> None:
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(10, flow, duration="30s"))
     proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
-    _wait_for_namespaces(2)
+    _wait_for_namespaces(proc.pid, 2)
     proc.send_signal(sig)
     assert proc.wait(timeout=10) == 130
     assert not (tmp_path / "out").exists()
 
 
-@needs_root
+@realtime
 def test_a_killed_run_is_cleaned_up_by_cleanup(tmp_path: Path) -> None:
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(10, flow, duration="30s"))
     proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
-    _wait_for_namespaces(2)
+    _wait_for_namespaces(proc.pid, 2)
     proc.kill()
     proc.wait(timeout=10)
-    left = leftovers()
+    left = leftovers(proc.pid)
     assert len(left) == 2  # the namespaces outlive a SIGKILL …
-    assert _tun_devices() == []  # … but the TUN devices died with the descriptors
+    assert _tun_devices(left) == []  # … but the TUN devices died with the descriptors
     out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
     assert out.returncode == 0
-    assert "removed 2 namespace(s)" in out.stdout
-    assert leftovers() == []
+    assert all(n in out.stdout for n in left)
+    assert leftovers(proc.pid) == []
 
 
 def test_an_algorithm_without_a_kernel_controller_is_refused(tmp_path: Path) -> None:

@@ -82,8 +82,8 @@ def emulate_check(scenario: Scenario, max_load_bps: int | None = None) -> None:
 def emulate_cleanup() -> list[str]:
     """Remove namespaces left by killed emulations; returns their names."""
 
-def emulate_leftovers() -> list[str]:
-    """Namespaces left by earlier emulations."""
+def emulate_leftovers(pid: int | None = None) -> list[str]:
+    """Namespaces of emulations present now, optionally only those of process ``pid``."""
 
 @final
 class Scenario:

@@ -76,10 +76,12 @@ def check(scenario: Scenario, max_load_bps: int | None = None) -> None:
 
 
 def cleanup() -> list[str]:
-    """Remove the namespaces that killed emulations left behind; returns their names."""
+    """Remove the namespaces that killed emulations left behind (a running emulation's are
+    kept: its process id is in their names); returns their names."""
     return list(_core.emulate_cleanup())
 
 
-def leftovers() -> list[str]:
-    """Namespaces of earlier emulations still present (none unless a run was killed)."""
-    return list(_core.emulate_leftovers())
+def leftovers(pid: int | None = None) -> list[str]:
+    """Namespaces of emulations present now (running, or left by a killed run), optionally
+    only those of process ``pid``."""
+    return list(_core.emulate_leftovers(pid))

@@ -3,6 +3,7 @@
 //! on unwinding. A run killed outright leaves its namespaces behind; [`cleanup_leftovers`]
 //! removes every namespace with the prefix. TUN devices need no cleanup: they are created
 //! inside the namespaces, without persistence, and vanish when the process's descriptors close.
+//! The run id starts with the process id, so the clean-up leaves running emulations alone.
 
 use crate::EmuError;
 use std::io::Write;
@@ -106,8 +107,18 @@ pub fn netns_path(ns: &str) -> String {
     format!("{NETNS_DIR}/{ns}")
 }
 
-/// Namespaces left by earlier runs (any run id).
-pub fn leftovers() -> Vec<String> {
+/// The process that made namespace `name` (`PREFIX<pid>-<nonce>-…`, pid in hex).
+pub fn owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    u32::from_str_radix(rest.split('-').next()?, 16).ok()
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Namespaces of emulations, running or left behind, optionally only those of process `pid`.
+pub fn leftovers(pid: Option<u32>) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
         return Vec::new();
     };
@@ -115,14 +126,19 @@ pub fn leftovers() -> Vec<String> {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(PREFIX))
+        .filter(|n| pid.is_none() || owner(n) == pid)
         .collect();
     names.sort();
     names
 }
 
-/// Delete every namespace an earlier run left (its TUN devices go with it); returns their names.
+/// Delete every namespace whose emulation is gone (its process no longer exists; a running
+/// emulation's namespaces are kept), TUN devices with them; returns the names deleted.
 pub fn cleanup_leftovers() -> Result<Vec<String>, EmuError> {
-    let names = leftovers();
+    let names: Vec<String> = leftovers(None)
+        .into_iter()
+        .filter(|n| owner(n).is_none_or(|p| !alive(p)))
+        .collect();
     let mut failed = Vec::new();
     for n in &names {
         if let Err(e) = ip(&["netns", "delete", n], None) {
@@ -136,5 +152,17 @@ pub fn cleanup_leftovers() -> Result<Vec<String>, EmuError> {
             "could not delete: {}",
             failed.join("; ")
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_is_read_from_the_name() {
+        assert_eq!(owner("pwemu-1a2b-00-3s"), Some(0x1a2b));
+        assert_eq!(owner("pwemu-zz-00-3s"), None);
+        assert_eq!(owner("other-1a2b-00-3s"), None);
     }
 }

@@ -43,9 +43,12 @@ fn dotted(a: [u8; 4]) -> String {
     format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
 }
 
+/// `<pid>-<nonce>` in hex: the owning process is in every name, so a clean-up can tell a
+/// killed run's namespaces from a running one's.
 fn run_id() -> String {
-    let x = sys::monotonic_ns() ^ ((std::process::id() as u64) << 40);
-    format!("{:06x}", (x ^ (x >> 24)) & 0xff_ffff)
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = RUNS.fetch_add(1, Ordering::Relaxed);
+    format!("{:x}-{:02x}", std::process::id(), n & 0xff)
 }
 
 /// What one flow's test bed is made of.

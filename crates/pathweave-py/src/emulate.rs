@@ -114,16 +114,17 @@ pub(crate) fn emulate<'py>(
     Ok((results_dict(py, &o.results)?, report_dict(py, &o.report)?))
 }
 
-/// Remove namespaces left by emulations that were killed; returns their names.
+/// Remove namespaces left by emulations whose process is gone; returns their names.
 #[pyfunction]
 pub(crate) fn emulate_cleanup() -> PyResult<Vec<String>> {
     pathweave_emu::cleanup_leftovers().map_err(to_py_err)
 }
 
-/// Namespaces left by earlier emulations (none after a clean exit).
+/// Namespaces of emulations present now, optionally only those made by process `pid`.
 #[pyfunction]
-pub(crate) fn emulate_leftovers() -> Vec<String> {
-    pathweave_emu::leftovers()
+#[pyo3(signature = (pid = None))]
+pub(crate) fn emulate_leftovers(pid: Option<u32>) -> Vec<String> {
+    pathweave_emu::leftovers(pid)
 }
 
 /// Raise `EmulationRefused` if `scenario` cannot be emulated; touches nothing.
