@@ -60,6 +60,12 @@ pub struct Simulation {
 impl Simulation {
     /// Build the network of `scenario`; `seed` overrides the scenario's own.
     pub fn new(scenario: &Scenario, seed: Option<u64>) -> Simulation {
+        Self::with_scheduler(scenario, seed, Scheduler::new())
+    }
+
+    /// As [`Simulation::new`], on a given (empty) event queue: the tests pass
+    /// [`Scheduler::reference`] to check the fast queue against it.
+    pub fn with_scheduler(scenario: &Scenario, seed: Option<u64>, sched: Scheduler) -> Simulation {
         let seed = seed.unwrap_or(scenario.seed);
         let mut links = Vec::with_capacity(2 * scenario.links.len());
         for (k, l) in scenario.links.iter().enumerate() {
@@ -99,7 +105,7 @@ impl Simulation {
         }
         let mut net = Net {
             now: Instant::ZERO,
-            sched: Scheduler::new(),
+            sched,
             pool: PacketPool::new(),
             links,
             routes,
