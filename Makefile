@@ -44,6 +44,7 @@ slow: setup
 	$(BIN)/pytest -m slow
 
 bench: setup
+	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/dumbbell.py
 	$(BIN)/python bench/multipath.py
 

@@ -94,6 +94,18 @@ impl SeriesFiles {
     }
 }
 
+/// This process's peak resident set in KiB (Linux `VmHWM`), or 0 where it is not known.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 fn rows(c: &SeriesChunk) -> usize {
     c.flows.time_s.len() + c.subflows.time_s.len() + c.links.time_s.len()
 }
@@ -167,10 +179,11 @@ fn main() {
     if json {
         println!(
             "{{\"flows\": {}, \"wall_s\": {wall:.6}, \"events\": {}, \"bottleneck_packets\": {bn_pkts}, \
-             \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"series_rows\": {series_rows}, \"goodput_bps\": {:?}}}",
+             \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"series_rows\": {series_rows}, \"peak_rss_kb\": {}, \"goodput_bps\": {:?}}}",
             r.flows.name.len(),
             r.stats.events,
             r.stats.peak_packets,
+            peak_rss_kib(),
             r.flows.goodput_bps
         );
         return;

@@ -347,6 +347,7 @@ pub struct Timer {
 
 impl Timer {
     /// Make sure the component is woken no later than `t`.
+    #[inline]
     pub fn arm(&mut self, t: Instant, c: ComponentId, s: &mut Scheduler) {
         if self.scheduled.is_none_or(|old| t < old) {
             s.push(t, c);
@@ -355,6 +356,7 @@ impl Timer {
     }
     /// Called when an event for this component pops at `t`: true if it is the live one
     /// (and the timer is now idle), false if it is stale and must be ignored.
+    #[inline]
     pub fn fire(&mut self, t: Instant) -> bool {
         if self.scheduled == Some(t) {
             self.scheduled = None;

@@ -378,40 +378,11 @@ impl LinkDir {
     ) -> Offer {
         self.stats.arrivals += 1;
         self.advance(now);
-        let full = match self.admit {
-            Admit::Packets(n) => self.waiting_pkts >= n,
-            Admit::Bytes(b) => self.waiting_bytes + size as u64 > b,
-            Admit::Red => return self.offer_red(pkt, size, now, sched),
-        };
-        if full {
-            self.stats.drops_overflow += 1;
-            return Offer::Dropped;
-        }
-        self.enqueue(pkt, size, now, sched);
-        Offer::Accepted
-    }
-
-    /// [`LinkDir::offer`] on a RED queue.
-    fn offer_red(
-        &mut self,
-        pkt: PacketId,
-        size: u32,
-        now: Instant,
-        sched: &mut Scheduler,
-    ) -> Offer {
-        let idle_since = (self.up && self.waiting_pkts == 0 && self.busy_until <= now)
-            .then_some(self.busy_until);
-        let Cold { red, rng, .. } = &mut *self.cold;
-        let verdict = match red {
-            Some(red) => red.on_arrival(
-                now,
-                self.waiting_pkts,
-                self.waiting_bytes,
-                size,
-                idle_since,
-                &mut || rng.uniform(),
-            ),
-            None => Verdict::Enqueue,
+        let verdict = match self.admit {
+            Admit::Packets(n) if self.waiting_pkts >= n => Verdict::Overflow,
+            Admit::Bytes(b) if self.waiting_bytes + size as u64 > b => Verdict::Overflow,
+            Admit::Packets(_) | Admit::Bytes(_) => Verdict::Enqueue,
+            Admit::Red => self.red_verdict(size, now),
         };
         match verdict {
             Verdict::Enqueue => {
@@ -423,6 +394,24 @@ impl LinkDir {
             Verdict::Overflow => self.stats.drops_overflow += 1,
         }
         Offer::Dropped
+    }
+
+    /// RED's decision for a packet of `size` bytes arriving at `now`.
+    fn red_verdict(&mut self, size: u32, now: Instant) -> Verdict {
+        let idle_since = (self.up && self.waiting_pkts == 0 && self.busy_until <= now)
+            .then_some(self.busy_until);
+        let Cold { red, rng, .. } = &mut *self.cold;
+        match red {
+            Some(red) => red.on_arrival(
+                now,
+                self.waiting_pkts,
+                self.waiting_bytes,
+                size,
+                idle_since,
+                &mut || rng.uniform(),
+            ),
+            None => Verdict::Enqueue,
+        }
     }
 
     /// Admit a packet: draw its wire loss, fix its schedule, and arm the link if it is the

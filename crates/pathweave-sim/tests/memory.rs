@@ -7,21 +7,6 @@ use common::*;
 use pathweave_cc::Duration;
 use pathweave_sim::Simulation;
 
-fn small_dumbbell(secs: u32) -> String {
-    dumbbell(
-        4,
-        "20Mbps",
-        "10ms",
-        r#"{ type = "red", limit = "60pkt", min_th = 5, max_th = 15 }"#,
-        "{n} ms",
-        secs,
-    )
-    .replace(
-        &format!("duration = \"{secs}s\""),
-        &format!("duration = \"{secs}s\"\nsample_interval = \"100ms\""),
-    )
-}
-
 /// Run to the end in one-second steps, moving the series out after each step and dropping
 /// them (a real driver would write them out); returns the rows seen and the final results.
 fn run_streaming(sc: &pathweave_sim::Scenario) -> (usize, pathweave_sim::Results) {
@@ -54,8 +39,8 @@ fn peak_rss_kib() -> u64 {
 #[cfg(target_os = "linux")]
 #[test]
 fn peak_memory_does_not_grow_with_simulated_time() {
-    let short = scenario(&small_dumbbell(100));
-    let long = scenario(&small_dumbbell(1000));
+    let short = scenario(&small_red_dumbbell(100));
+    let long = scenario(&small_red_dumbbell(1000));
     let (rows_short, r) = run_streaming(&short);
     assert_eq!(r.stats.simulated_s, 100.0);
     let after_short = peak_rss_kib();

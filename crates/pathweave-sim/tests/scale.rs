@@ -18,6 +18,15 @@ fn reduced(file: &str, from: &str, to: &str, secs: u32) -> pathweave_sim::Scenar
     scenario(&text)
 }
 
+/// Packets created = delivered + dropped + lost on the wire + still in links.
+fn conserved(r: &pathweave_sim::Results) {
+    let s = &r.stats;
+    assert_eq!(
+        s.packets_created,
+        s.packets_delivered + s.packets_dropped + s.packets_lost_on_wire + s.packets_in_flight
+    );
+}
+
 /// Every link direction delivered at most rate × time bits (plus one packet in transmission
 /// at the start of the run).
 fn within_capacity(r: &pathweave_sim::Results) {
@@ -39,13 +48,7 @@ fn a_thousand_flow_dumbbell_completes_and_conserves_packets() {
     assert_eq!(sc.flows.len(), 1000);
     let r = run(&sc, None); // checks conservation, network-wide and per flow
     assert_eq!(r.stats.simulated_s, 5.0);
-    assert_eq!(
-        r.stats.packets_created,
-        r.stats.packets_delivered
-            + r.stats.packets_dropped
-            + r.stats.packets_lost_on_wire
-            + r.stats.packets_in_flight
-    );
+    conserved(&r);
     within_capacity(&r);
     let bn = link_row(&r, "bottleneck");
     assert!(
@@ -61,13 +64,7 @@ fn a_hundred_connection_multipath_dumbbell_completes_and_conserves_packets() {
     assert_eq!(sc.flows.len(), 100);
     let r = run(&sc, None);
     assert_eq!(r.subflows.flow.len(), 200);
-    assert_eq!(
-        r.stats.packets_created,
-        r.stats.packets_delivered
-            + r.stats.packets_dropped
-            + r.stats.packets_lost_on_wire
-            + r.stats.packets_in_flight
-    );
+    conserved(&r);
     within_capacity(&r);
     for name in ["bottleneck", "bottleneck2"] {
         let l = link_row(&r, name);

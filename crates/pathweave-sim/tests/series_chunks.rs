@@ -7,21 +7,6 @@ use pathweave_cc::Duration;
 use pathweave_sim::results::SeriesChunk;
 use pathweave_sim::Simulation;
 
-fn small_dumbbell(secs: u32) -> String {
-    dumbbell(
-        4,
-        "20Mbps",
-        "10ms",
-        r#"{ type = "red", limit = "60pkt", min_th = 5, max_th = 15 }"#,
-        "{n} ms",
-        secs,
-    )
-    .replace(
-        &format!("duration = \"{secs}s\""),
-        &format!("duration = \"{secs}s\"\nsample_interval = \"100ms\""),
-    )
-}
-
 fn append(all: &mut SeriesChunk, c: SeriesChunk) {
     all.flows.time_s.extend(c.flows.time_s);
     all.flows.flow.extend(c.flows.flow);
@@ -55,7 +40,7 @@ fn run_streaming(sc: &pathweave_sim::Scenario) -> (SeriesChunk, pathweave_sim::R
 
 #[test]
 fn series_taken_in_chunks_add_up_to_the_series_of_one_run() {
-    let sc = scenario(&small_dumbbell(20));
+    let sc = scenario(&small_red_dumbbell(20));
     let whole = run(&sc, None);
     let (chunks, rest) = run_streaming(&sc);
     assert!(whole.flow_series.time_s.len() >= 4 * 199);
