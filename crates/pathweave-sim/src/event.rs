@@ -220,6 +220,22 @@ impl Wheel {
         Some(self.cur_abs + ahead)
     }
 
+    /// The time of the earliest pending event, without turning the wheel.
+    fn next_time(&self) -> Option<u64> {
+        if let Some(e) = self.current.get(self.pos) {
+            return Some(e.time);
+        }
+        let wheel = self.next_filled().and_then(|abs| {
+            let b = (abs & (WHEEL - 1)) as usize;
+            self.buckets[b].iter().map(|e| e.time).min()
+        });
+        let over = self.overflow.peek().map(|Reverse(e)| e.time);
+        match (wheel, over) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The current bucket is exhausted: move to the next bucket holding events (from the
     /// wheel or the overflow heap). False if no event is pending.
     #[cold]
@@ -325,6 +341,13 @@ impl Scheduler {
         };
         self.popped += got.is_some() as u64;
         got
+    }
+    /// The time of the earliest pending event (live or stale), if any.
+    pub fn next_time(&self) -> Option<Instant> {
+        match &self.queue {
+            Queue::Wheel(h) => h.next_time().map(Instant),
+            Queue::Reference(h) => h.peek().map(|Reverse((t, _, _))| *t),
+        }
     }
     /// Events dispatched so far.
     pub fn events_processed(&self) -> u64 {
@@ -484,6 +507,7 @@ mod tests {
             } else {
                 Instant::MAX
             };
+            assert_eq!(fast.next_time(), slow.next_time());
             let a = fast.pop_until(limit);
             assert_eq!(a, slow.pop_until(limit));
             assert_eq!(fast.pending(), slow.pending());
@@ -514,8 +538,10 @@ mod tests {
         }
         assert!(pops > 100_000, "{pops}");
         while let Some(e) = slow.pop_until(Instant::MAX) {
+            assert_eq!(fast.next_time(), Some(e.0));
             assert_eq!(fast.pop_until(Instant::MAX), Some(e));
         }
         assert_eq!(fast.pop_until(Instant::MAX), None);
+        assert_eq!(fast.next_time(), None);
     }
 }
