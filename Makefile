@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python lint bench slow clean
+.PHONY: setup demo test test-rust test-python lint bench bench-emulate slow clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ bench: setup
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/dumbbell.py
 	$(BIN)/python bench/multipath.py
+
+# Real-time capacity and lateness of the link emulator (root).
+bench-emulate: setup
+	$(BIN)/python bench/emulate.py
 
 clean:
 	rm -rf $(VENV) target results

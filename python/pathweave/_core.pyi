@@ -11,11 +11,17 @@ import os
 from typing import Any, Final, TypeAlias, TypedDict, final
 
 __all__ = [
+    "EmulationError",
+    "EmulationRefused",
     "PathweaveError",
     "Scenario",
     "ScenarioError",
     "Simulation",
     "__version__",
+    "emulate",
+    "emulate_check",
+    "emulate_cleanup",
+    "emulate_leftovers",
     "load_scenario",
     "parse_scenario",
     "toml_loads",
@@ -57,6 +63,26 @@ class ScenarioError(PathweaveError):
     """The bad value as written; None unless a value was given."""
     message: str | None
     """What is wrong and what is allowed."""
+
+class EmulationRefused(PathweaveError):
+    """The scenario or the machine cannot be emulated; nothing was created."""
+
+class EmulationError(PathweaveError):
+    """An emulated run failed part-way; everything it created has been removed."""
+
+def emulate(
+    scenario: Scenario, seed: int | None = None, max_load_bps: int | None = None
+) -> tuple[_Results, dict[str, Any]]:
+    """Emulate in real time; returns the results and the emulator's report."""
+
+def emulate_check(scenario: Scenario, max_load_bps: int | None = None) -> None:
+    """Raise EmulationRefused if the scenario cannot be emulated."""
+
+def emulate_cleanup() -> list[str]:
+    """Remove namespaces left by killed emulations; returns their names."""
+
+def emulate_leftovers() -> list[str]:
+    """Namespaces left by earlier emulations."""
 
 @final
 class Scenario:
