@@ -58,6 +58,7 @@ fuzz-short:
 	$(MAKE) fuzz FUZZ_RUNS=100000
 
 bench: setup
+	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/dumbbell.py
 	$(BIN)/python bench/multipath.py
 

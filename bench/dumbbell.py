@@ -67,7 +67,9 @@ def run_pathweave_text(text: str, label: str, seed: int = 1) -> dict:
         if status != 0:
             raise RuntimeError(f"pathweave run failed: {err.decode()}")
     res = json.loads(out)
-    res["peak_rss_mb"] = usage.ru_maxrss / 1024.0  # Linux reports KiB
+    # The simulator reports its own peak (VmHWM): a forked child's ru_maxrss would also count
+    # the Python parent's pages at the fork.
+    res["peak_rss_mb"] = res.get("peak_rss_kb", usage.ru_maxrss) / 1024.0  # KiB
     res["process_wall_s"] = elapsed
     return res
 

@@ -1,10 +1,114 @@
 //! Run a scenario file without Python and report the engine's speed; the benchmark drives
 //! this binary so its peak memory is the simulator's alone.
 //!
-//! `cargo run --release -p pathweave-sim --example run -- FILE [--seed N] [--json] [--link NAME]`
+//! `cargo run --release -p pathweave-sim --example run -- FILE [--seed N] [--json] [--link NAME]
+//! [--series-out DIR]`
+//!
+//! The run advances one simulated second at a time and moves the time series sampled in that
+//! second out of the simulator: with `--series-out` they are appended to `flow_series.csv`,
+//! `subflow_series.csv` and `link_series.csv` in DIR, otherwise only counted. Either way the
+//! simulator's memory stays flat in simulated time.
 #![allow(clippy::disallowed_methods)] // a benchmark reads the wall clock
 
+use pathweave_cc::Duration;
+use pathweave_sim::results::SeriesChunk;
 use pathweave_sim::{Scenario, Simulation};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// CSV files the time series are streamed into.
+struct SeriesFiles {
+    flows: BufWriter<File>,
+    subflows: BufWriter<File>,
+    links: BufWriter<File>,
+}
+
+impl SeriesFiles {
+    fn create(dir: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let open = |name: &str, header: &str| -> std::io::Result<BufWriter<File>> {
+            let mut w = BufWriter::new(File::create(dir.join(name))?);
+            writeln!(w, "{header}")?;
+            Ok(w)
+        };
+        Ok(SeriesFiles {
+            flows: open(
+                "flow_series.csv",
+                "time_s,flow,cwnd_bytes,ssthresh_bytes,srtt_s,rate_bps",
+            )?,
+            subflows: open(
+                "subflow_series.csv",
+                "time_s,flow,subflow,cwnd_bytes,ssthresh_bytes,srtt_s,rate_bps",
+            )?,
+            links: open(
+                "link_series.csv",
+                "time_s,link,queue_packets,queue_bytes,red_average,drops,wire_losses",
+            )?,
+        })
+    }
+
+    fn write(&mut self, c: &SeriesChunk) -> std::io::Result<()> {
+        let f = &c.flows;
+        for k in 0..f.time_s.len() {
+            writeln!(
+                self.flows,
+                "{},{},{},{},{},{}",
+                f.time_s[k],
+                f.flow[k],
+                f.cwnd_bytes[k],
+                f.ssthresh_bytes[k],
+                f.srtt_s[k],
+                f.rate_bps[k]
+            )?;
+        }
+        let s = &c.subflows;
+        for k in 0..s.time_s.len() {
+            writeln!(
+                self.subflows,
+                "{},{},{},{},{},{},{}",
+                s.time_s[k],
+                s.flow[k],
+                s.subflow[k],
+                s.cwnd_bytes[k],
+                s.ssthresh_bytes[k],
+                s.srtt_s[k],
+                s.rate_bps[k]
+            )?;
+        }
+        let l = &c.links;
+        for k in 0..l.time_s.len() {
+            writeln!(
+                self.links,
+                "{},{},{},{},{},{},{}",
+                l.time_s[k],
+                l.link[k],
+                l.queue_packets[k],
+                l.queue_bytes[k],
+                l.red_average[k],
+                l.drops[k],
+                l.wire_losses[k]
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// This process's peak resident set in KiB (Linux `VmHWM`), or 0 where it is not known.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn rows(c: &SeriesChunk) -> usize {
+    c.flows.time_s.len() + c.subflows.time_s.len() + c.links.time_s.len()
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -12,12 +116,14 @@ fn main() {
     let mut seed = None;
     let mut json = false;
     let mut link = "bottleneck".to_string();
+    let mut series_out = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
             "--seed" => seed = it.next().and_then(|s| s.parse().ok()),
             "--link" => link = it.next().cloned().unwrap_or_default(),
+            "--series-out" => series_out = it.next().cloned(),
             _ if file.is_none() => file = Some(a.clone()),
             _ => {
                 eprintln!("unexpected argument '{a}'");
@@ -26,7 +132,7 @@ fn main() {
         }
     }
     let Some(path) = file else {
-        eprintln!("usage: run FILE [--seed N] [--json] [--link NAME]");
+        eprintln!("usage: run FILE [--seed N] [--json] [--link NAME] [--series-out DIR]");
         std::process::exit(2);
     };
     let sc = match Scenario::load(std::path::Path::new(&path)) {
@@ -37,14 +143,34 @@ fn main() {
         }
     };
     let t0 = std::time::Instant::now();
+    let mut files = match series_out
+        .as_deref()
+        .map(|d| SeriesFiles::create(Path::new(d)))
+    {
+        None => None,
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) => {
+            eprintln!("cannot create the series files: {e}");
+            std::process::exit(2);
+        }
+    };
     let mut sim = Simulation::new(&sc, seed);
-    sim.run();
+    let mut series_rows = 0;
+    while !sim.finished() {
+        sim.run_until(sim.now() + Duration::from_secs(1));
+        let chunk = sim.take_series();
+        series_rows += rows(&chunk);
+        if let Some(Err(e)) = files.as_mut().map(|f| f.write(&chunk)) {
+            eprintln!("cannot write the series: {e}");
+            std::process::exit(2);
+        }
+    }
     let wall = t0.elapsed().as_secs_f64();
-    let r = sim.results();
     if let Err(e) = sim.check_conservation() {
         eprintln!("{e}");
         std::process::exit(1);
     }
+    let r = sim.into_results();
     let bn = (0..r.links.name.len())
         .find(|&i| r.links.name[i] == link && r.links.direction[i] == "forward");
     let bn_pkts = bn.map_or(0, |i| r.links.delivered_packets[i]);
@@ -53,10 +179,11 @@ fn main() {
     if json {
         println!(
             "{{\"flows\": {}, \"wall_s\": {wall:.6}, \"events\": {}, \"bottleneck_packets\": {bn_pkts}, \
-             \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"goodput_bps\": {:?}}}",
+             \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"series_rows\": {series_rows}, \"peak_rss_kb\": {}, \"goodput_bps\": {:?}}}",
             r.flows.name.len(),
             r.stats.events,
             r.stats.peak_packets,
+            peak_rss_kib(),
             r.flows.goodput_bps
         );
         return;

@@ -10,13 +10,19 @@
 //! A rate or delay change, or an outage, re-plans the waiting packets; the packet already on
 //! the wire finishes as planned. During an outage nothing starts transmitting: arrivals wait
 //! (and are dropped when the buffer is full) until the link comes back.
+//!
+//! Layout for speed: the fields every packet touches (the ring, the waiting counts, the
+//! transmitter's horizon, the drop-tail limit, the counters) sit inline; the rate, RED state,
+//! loss model and random stream live in a boxed cold part that only RED links, lossy links
+//! and rate changes reach. Serialisation times come from a two-entry cache per direction
+//! (a direction mostly carries one or two packet sizes), so the 128-bit division of
+//! [`Bandwidth::transmission_time`] runs only when a new size or rate appears.
 
 use crate::event::{ComponentId, Scheduler, Timer};
 use crate::packet::PacketId;
 use crate::red::{Red, RedParams, Verdict};
 use crate::rng::Stream;
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
-use std::collections::VecDeque;
 
 /// A drop-tail buffer limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +108,115 @@ struct Slot {
     lost: bool,
 }
 
+/// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full.
+#[derive(Debug, Default)]
+struct Ring {
+    buf: Vec<Slot>,
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    #[inline]
+    fn mask(&self) -> usize {
+        self.buf.len().wrapping_sub(1)
+    }
+    #[inline]
+    fn get(&self, i: usize) -> Option<&Slot> {
+        if i < self.len {
+            self.buf.get((self.head + i) & self.mask())
+        } else {
+            None
+        }
+    }
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> Option<&mut Slot> {
+        if i < self.len {
+            let m = self.mask();
+            self.buf.get_mut((self.head + i) & m)
+        } else {
+            None
+        }
+    }
+    #[inline]
+    fn front(&self) -> Option<&Slot> {
+        self.get(0)
+    }
+    #[inline]
+    fn back(&self) -> Option<&Slot> {
+        self.len.checked_sub(1).and_then(|i| self.get(i))
+    }
+    #[inline]
+    fn push_back(&mut self, s: Slot) {
+        if self.len == self.buf.len() {
+            self.grow(s);
+        }
+        let m = self.mask();
+        if let Some(x) = self.buf.get_mut((self.head + self.len) & m) {
+            *x = s;
+        }
+        self.len += 1;
+    }
+    #[cold]
+    fn grow(&mut self, fill: Slot) {
+        let cap = (2 * self.buf.len()).max(4);
+        let mut buf = Vec::with_capacity(cap);
+        buf.extend((0..self.len).filter_map(|i| self.get(i).copied()));
+        buf.resize(cap, fill);
+        self.buf = buf;
+        self.head = 0;
+    }
+    #[inline]
+    fn pop_front(&mut self) -> Option<Slot> {
+        let s = *self.front()?;
+        self.head = (self.head + 1) & self.mask();
+        self.len -= 1;
+        Some(s)
+    }
+    fn iter(&self) -> impl Iterator<Item = &Slot> + '_ {
+        (0..self.len).filter_map(|i| self.get(i))
+    }
+}
+
+/// Serialisation times of the two packet sizes seen last, at the current rate, in ns;
+/// `u64::MAX` stands for "never" (a zero rate).
+#[derive(Clone, Copy, Debug)]
+struct TxCache {
+    size: [u32; 2],
+    ns: [u64; 2],
+}
+
+impl TxCache {
+    fn new(rate: Bandwidth) -> Self {
+        let ns = Self::compute(rate, 0);
+        TxCache {
+            size: [0; 2],
+            ns: [ns; 2],
+        }
+    }
+    fn compute(rate: Bandwidth, size: u32) -> u64 {
+        rate.transmission_time(Bytes(size as u64))
+            .map_or(u64::MAX, |d| d.0)
+    }
+    #[inline]
+    fn get(&mut self, size: u32, rate: &Bandwidth) -> u64 {
+        if size == self.size[0] {
+            self.ns[0]
+        } else if size == self.size[1] {
+            self.ns[1]
+        } else {
+            self.miss(size, rate)
+        }
+    }
+    #[cold]
+    fn miss(&mut self, size: u32, rate: &Bandwidth) -> u64 {
+        let ns = Self::compute(*rate, size);
+        self.size = [size, self.size[0]];
+        self.ns = [ns, self.ns[0]];
+        ns
+    }
+}
+
 /// Counters of one link direction.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinkStats {
@@ -141,61 +256,80 @@ pub enum Offer {
     Dropped,
 }
 
-enum Disc {
-    DropTail(Limit),
-    Red(Red),
+/// How arrivals are admitted: a drop-tail limit checked inline, or RED in the cold part.
+#[derive(Clone, Copy, Debug)]
+enum Admit {
+    Packets(u32),
+    Bytes(u64),
+    Red,
 }
 
-/// One direction of a link.
-pub struct LinkDir {
+/// The parts of a link direction that the common per-packet path does not touch.
+struct Cold {
     rate: Bandwidth,
-    delay: Duration,
-    up: bool,
-    disc: Disc,
+    red: Option<Red>,
     loss: LossModel,
     /// Gilbert–Elliott channel state: true while bad.
     channel_bad: bool,
     rng: Stream,
-    ring: VecDeque<Slot>,
+}
+
+/// One direction of a link.
+pub struct LinkDir {
+    ring: Ring,
     /// Ring entries (from the front) whose transmission has started.
     started: usize,
     waiting_pkts: u32,
+    up: bool,
+    /// Whether the loss model can ever lose a packet.
+    lossy: bool,
     waiting_bytes: u64,
     /// When the transmitter finishes everything accepted so far.
     busy_until: Instant,
+    delay: Duration,
+    admit: Admit,
+    tx: TxCache,
     timer: Timer,
     id: ComponentId,
     /// Counters.
     pub stats: LinkStats,
+    cold: Box<Cold>,
 }
 
 impl LinkDir {
     /// A link direction that is idle at time zero.
     pub fn new(spec: &LinkDirSpec, id: ComponentId, rng: Stream) -> Self {
-        let disc = match &spec.queue {
-            QueueSpec::DropTail(l) => Disc::DropTail(*l),
-            QueueSpec::Red(p) => Disc::Red(Red::new(*p, spec.rate)),
+        let (admit, red) = match &spec.queue {
+            QueueSpec::DropTail(Limit::Packets(n)) => (Admit::Packets(*n), None),
+            QueueSpec::DropTail(Limit::Bytes(b)) => (Admit::Bytes(*b), None),
+            QueueSpec::Red(p) => (Admit::Red, Some(Red::new(*p, spec.rate))),
         };
         LinkDir {
-            rate: spec.rate,
-            delay: spec.delay,
-            up: true,
-            disc,
-            loss: spec.loss,
-            channel_bad: false,
-            rng,
-            ring: VecDeque::new(),
+            ring: Ring::default(),
             started: 0,
             waiting_pkts: 0,
+            up: true,
+            lossy: spec.loss != LossModel::None,
             waiting_bytes: 0,
             busy_until: Instant::ZERO,
+            delay: spec.delay,
+            admit,
+            tx: TxCache::new(spec.rate),
             timer: Timer::default(),
             id,
             stats: LinkStats::default(),
+            cold: Box::new(Cold {
+                rate: spec.rate,
+                red,
+                loss: spec.loss,
+                channel_bad: false,
+                rng,
+            }),
         }
     }
 
     /// Move packets whose transmission has started by `now` out of the waiting count.
+    #[inline]
     fn advance(&mut self, now: Instant) {
         while let Some(s) = self.ring.get(self.started) {
             if s.start > now {
@@ -215,15 +349,12 @@ impl LinkDir {
 
     /// RED's average queue, if the link runs RED.
     pub fn red_average(&self) -> Option<f64> {
-        match &self.disc {
-            Disc::Red(r) => Some(r.average()),
-            Disc::DropTail(_) => None,
-        }
+        self.cold.red.as_ref().map(Red::average)
     }
 
     /// Packets accepted and not yet delivered (waiting, on the wire or propagating).
     pub fn in_link(&self) -> usize {
-        self.ring.len()
+        self.ring.len
     }
 
     /// Iterate over the packets held by the link.
@@ -233,10 +364,11 @@ impl LinkDir {
 
     /// The current rate.
     pub fn rate(&self) -> Bandwidth {
-        self.rate
+        self.cold.rate
     }
 
     /// Offer a packet of `size` bytes at `now`.
+    #[inline]
     pub fn offer(
         &mut self,
         pkt: PacketId,
@@ -246,73 +378,49 @@ impl LinkDir {
     ) -> Offer {
         self.stats.arrivals += 1;
         self.advance(now);
-        let idle_since = (self.up && self.waiting_pkts == 0 && self.busy_until <= now)
-            .then_some(self.busy_until);
-        let verdict = match &mut self.disc {
-            Disc::DropTail(limit) => {
-                let full = match *limit {
-                    Limit::Packets(n) => self.waiting_pkts >= n,
-                    Limit::Bytes(b) => self.waiting_bytes + size as u64 > b,
-                };
-                if full {
-                    Verdict::Overflow
-                } else {
-                    Verdict::Enqueue
-                }
-            }
-            Disc::Red(red) => {
-                let rng = &mut self.rng;
-                red.on_arrival(
-                    now,
-                    self.waiting_pkts,
-                    self.waiting_bytes,
-                    size,
-                    idle_since,
-                    &mut || rng.uniform(),
-                )
-            }
+        let verdict = match self.admit {
+            Admit::Packets(n) if self.waiting_pkts >= n => Verdict::Overflow,
+            Admit::Bytes(b) if self.waiting_bytes + size as u64 > b => Verdict::Overflow,
+            Admit::Packets(_) | Admit::Bytes(_) => Verdict::Enqueue,
+            Admit::Red => self.red_verdict(size, now),
         };
         match verdict {
-            Verdict::Enqueue => {}
-            Verdict::EarlyDrop => {
-                self.stats.drops_early += 1;
-                return Offer::Dropped;
+            Verdict::Enqueue => {
+                self.enqueue(pkt, size, now, sched);
+                return Offer::Accepted;
             }
-            Verdict::ForcedDrop => {
-                self.stats.drops_forced += 1;
-                return Offer::Dropped;
-            }
-            Verdict::Overflow => {
-                self.stats.drops_overflow += 1;
-                return Offer::Dropped;
-            }
+            Verdict::EarlyDrop => self.stats.drops_early += 1,
+            Verdict::ForcedDrop => self.stats.drops_forced += 1,
+            Verdict::Overflow => self.stats.drops_overflow += 1,
         }
-        let lost = match self.loss {
-            LossModel::None => false,
-            LossModel::Bernoulli(p) => self.rng.uniform() < p,
-            LossModel::GilbertElliott {
-                good_to_bad,
-                bad_to_good,
-                loss_good,
-                loss_bad,
-            } => {
-                let flip = if self.channel_bad {
-                    bad_to_good
-                } else {
-                    good_to_bad
-                };
-                if self.rng.uniform() < flip {
-                    self.channel_bad = !self.channel_bad;
-                }
-                let p = if self.channel_bad {
-                    loss_bad
-                } else {
-                    loss_good
-                };
-                p > 0.0 && self.rng.uniform() < p
-            }
-        };
-        let (start, end, arrive) = self.plan(size, now.max(self.busy_until), self.last_arrival());
+        Offer::Dropped
+    }
+
+    /// RED's decision for a packet of `size` bytes arriving at `now`.
+    fn red_verdict(&mut self, size: u32, now: Instant) -> Verdict {
+        let idle_since = (self.up && self.waiting_pkts == 0 && self.busy_until <= now)
+            .then_some(self.busy_until);
+        let Cold { red, rng, .. } = &mut *self.cold;
+        match red {
+            Some(red) => red.on_arrival(
+                now,
+                self.waiting_pkts,
+                self.waiting_bytes,
+                size,
+                idle_since,
+                &mut || rng.uniform(),
+            ),
+            None => Verdict::Enqueue,
+        }
+    }
+
+    /// Admit a packet: draw its wire loss, fix its schedule, and arm the link if it is the
+    /// only packet held.
+    #[inline]
+    fn enqueue(&mut self, pkt: PacketId, size: u32, now: Instant, sched: &mut Scheduler) {
+        let lost = self.lossy && self.draw_loss();
+        let prev = self.ring.back().map_or(Instant::ZERO, |s| s.arrive);
+        let (start, end, arrive) = self.plan(size, now.max(self.busy_until), prev);
         if self.up {
             self.busy_until = end;
         }
@@ -332,45 +440,71 @@ impl LinkDir {
         }
         self.stats.accepted += 1;
         self.stats.accepted_bytes += size as u64;
-        if self.ring.len() == 1 && arrive != Instant::MAX {
+        if self.ring.len == 1 && arrive != Instant::MAX {
             self.timer.arm(arrive, self.id, sched);
         }
-        Offer::Accepted
     }
 
-    fn last_arrival(&self) -> Instant {
-        self.ring.back().map_or(Instant::ZERO, |s| s.arrive)
+    /// Whether the loss model loses the packet being admitted.
+    fn draw_loss(&mut self) -> bool {
+        let c = &mut *self.cold;
+        match c.loss {
+            LossModel::None => false,
+            LossModel::Bernoulli(p) => c.rng.uniform() < p,
+            LossModel::GilbertElliott {
+                good_to_bad,
+                bad_to_good,
+                loss_good,
+                loss_bad,
+            } => {
+                let flip = if c.channel_bad {
+                    bad_to_good
+                } else {
+                    good_to_bad
+                };
+                if c.rng.uniform() < flip {
+                    c.channel_bad = !c.channel_bad;
+                }
+                let p = if c.channel_bad { loss_bad } else { loss_good };
+                p > 0.0 && c.rng.uniform() < p
+            }
+        }
     }
 
     /// Transmission start, end and arrival at the next hop for a packet that may start at
     /// `free`; arrivals never overtake the packet ahead (`prev_arrive`).
-    fn plan(&self, size: u32, free: Instant, prev_arrive: Instant) -> (Instant, Instant, Instant) {
-        match (self.up, self.rate.transmission_time(Bytes(size as u64))) {
-            (true, Some(tx)) => {
-                let end = free + tx;
-                (free, end, (end + self.delay).max(prev_arrive))
-            }
-            _ => (Instant::MAX, Instant::MAX, Instant::MAX),
+    #[inline]
+    fn plan(
+        &mut self,
+        size: u32,
+        free: Instant,
+        prev_arrive: Instant,
+    ) -> (Instant, Instant, Instant) {
+        let tx = self.tx.get(size, &self.cold.rate);
+        if self.up && tx != u64::MAX {
+            let end = free + Duration(tx);
+            (free, end, (end + self.delay).max(prev_arrive))
+        } else {
+            (Instant::MAX, Instant::MAX, Instant::MAX)
         }
     }
 
     /// Re-plan every packet that has not started transmitting, from `now`.
     fn replan(&mut self, now: Instant, sched: &mut Scheduler) {
         self.advance(now);
-        let mut free = match self.started {
-            0 => now,
-            k => self.ring[k - 1].end.max(now),
-        };
-        let mut prev = match self.started {
-            0 => Instant::ZERO,
-            k => self.ring[k - 1].arrive,
-        };
-        for i in self.started..self.ring.len() {
-            let (start, end, arrive) = self.plan(self.ring[i].size, free, prev);
-            let s = &mut self.ring[i];
-            s.start = start;
-            s.end = end;
-            s.arrive = arrive;
+        let last_started = self.started.checked_sub(1).and_then(|k| self.ring.get(k));
+        let mut free = last_started.map_or(now, |s| s.end.max(now));
+        let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
+        for i in self.started..self.ring.len {
+            let Some(size) = self.ring.get(i).map(|s| s.size) else {
+                break;
+            };
+            let (start, end, arrive) = self.plan(size, free, prev);
+            if let Some(s) = self.ring.get_mut(i) {
+                s.start = start;
+                s.end = end;
+                s.arrive = arrive;
+            }
             free = end;
             prev = arrive;
         }
@@ -380,8 +514,9 @@ impl LinkDir {
 
     /// Change the rate from `now` on.
     pub fn set_rate(&mut self, rate: Bandwidth, now: Instant, sched: &mut Scheduler) {
-        self.rate = rate;
-        if let Disc::Red(r) = &mut self.disc {
+        self.cold.rate = rate;
+        self.tx = TxCache::new(rate);
+        if let Some(r) = &mut self.cold.red {
             r.set_rate(rate);
         }
         self.replan(now, sched);
@@ -400,21 +535,27 @@ impl LinkDir {
     }
 
     /// The link's event fired at `now`: true if it is live (call [`LinkDir::pop_arrived`]).
+    #[inline]
     pub fn fire(&mut self, now: Instant) -> bool {
         self.timer.fire(now)
     }
 
     /// Take the next packet that has reached the far end by `now`; `Err` carries a packet lost
     /// on the wire, which the caller frees.
+    #[inline]
     pub fn pop_arrived(&mut self, now: Instant) -> Option<Result<PacketId, PacketId>> {
-        let head = self.ring.front()?;
-        if head.arrive > now {
+        if self.ring.front()?.arrive > now {
             return None;
         }
-        // The head has certainly started transmitting; count it so before it leaves.
-        self.advance(now);
         let s = self.ring.pop_front()?;
-        self.started -= 1;
+        // The head has certainly started transmitting by now; if it was still counted as
+        // waiting, count it out (later packets are counted out by `advance` when needed).
+        if self.started == 0 {
+            self.waiting_pkts -= 1;
+            self.waiting_bytes -= s.size as u64;
+        } else {
+            self.started -= 1;
+        }
         if s.lost {
             self.stats.drops_wire += 1;
             Some(Err(s.pkt))
@@ -426,6 +567,7 @@ impl LinkDir {
     }
 
     /// After popping, schedule the next head arrival.
+    #[inline]
     pub fn rearm(&mut self, sched: &mut Scheduler) {
         if let Some(head) = self.ring.front() {
             if head.arrive != Instant::MAX {

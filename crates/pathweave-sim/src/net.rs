@@ -69,6 +69,7 @@ impl Net {
     }
 
     /// Offer packet `id` to the link of its current hop.
+    #[inline]
     fn enter_hop(&mut self, id: PacketId) {
         let p = self.pool.get(id);
         let link = self.routes[p.route as usize][p.hop as usize] as usize;
@@ -80,6 +81,7 @@ impl Net {
 
     /// Handle the live event of link `l`: move one arrived packet on, or hand it back when it
     /// has reached its destination. Returns `None` when no packet is due.
+    #[inline]
     pub fn link_arrival(&mut self, l: usize) -> Option<Option<(PacketId, Delivery)>> {
         let r = self.links[l].pop_arrived(self.now)?;
         let id = match r {

@@ -233,6 +233,18 @@ pub struct Results {
     pub stats: RunStats,
 }
 
+/// The time series sampled over a stretch of a run (see `Simulation::take_series`), in the
+/// layout of the series in [`Results`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesChunk {
+    /// Flow time series.
+    pub flows: FlowSeries,
+    /// Subflow time series.
+    pub subflows: SubflowSeries,
+    /// Link time series.
+    pub links: LinkSeries,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

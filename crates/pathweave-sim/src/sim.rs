@@ -60,6 +60,12 @@ pub struct Simulation {
 impl Simulation {
     /// Build the network of `scenario`; `seed` overrides the scenario's own.
     pub fn new(scenario: &Scenario, seed: Option<u64>) -> Simulation {
+        Self::with_scheduler(scenario, seed, Scheduler::new())
+    }
+
+    /// As [`Simulation::new`], on a given (empty) event queue: the tests pass
+    /// [`Scheduler::reference`] to check the fast queue against it.
+    pub fn with_scheduler(scenario: &Scenario, seed: Option<u64>, sched: Scheduler) -> Simulation {
         let seed = seed.unwrap_or(scenario.seed);
         let mut links = Vec::with_capacity(2 * scenario.links.len());
         for (k, l) in scenario.links.iter().enumerate() {
@@ -99,7 +105,7 @@ impl Simulation {
         }
         let mut net = Net {
             now: Instant::ZERO,
-            sched: Scheduler::new(),
+            sched,
             pool: PacketPool::new(),
             links,
             routes,
@@ -433,6 +439,33 @@ impl Simulation {
 
     /// Gather the results at the current time.
     pub fn results(&mut self) -> Results {
+        let series = SeriesChunk {
+            flows: self.flow_series.clone(),
+            subflows: self.subflow_series.clone(),
+            links: self.link_series.clone(),
+        };
+        self.build_results(series)
+    }
+
+    /// As [`Simulation::results`], moving the time series out instead of copying them, so
+    /// the end of a long run does not briefly need twice their memory.
+    pub fn into_results(mut self) -> Results {
+        let series = self.take_series();
+        self.build_results(series)
+    }
+
+    /// Move out the time series sampled since the start or the previous call; later
+    /// results hold only rows sampled after it. A driver that writes each chunk out as the
+    /// run goes keeps the simulator's memory flat however long the simulated time.
+    pub fn take_series(&mut self) -> SeriesChunk {
+        SeriesChunk {
+            flows: std::mem::take(&mut self.flow_series),
+            subflows: std::mem::take(&mut self.subflow_series),
+            links: std::mem::take(&mut self.link_series),
+        }
+    }
+
+    fn build_results(&mut self, series: SeriesChunk) -> Results {
         let now = self.net.now;
         let mut ft = FlowTable::default();
         let mut st = SubflowTable::default();
@@ -579,9 +612,9 @@ impl Simulation {
             flows: ft,
             subflows: st,
             links: lt,
-            flow_series: self.flow_series.clone(),
-            subflow_series: self.subflow_series.clone(),
-            link_series: self.link_series.clone(),
+            flow_series: series.flows,
+            subflow_series: series.subflows,
+            link_series: series.links,
             fairness,
             stats: RunStats {
                 simulated_s: now.as_secs_f64(),

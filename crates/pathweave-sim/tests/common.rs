@@ -64,3 +64,19 @@ start = "{{i}}*13 ms"
 "#
     )
 }
+
+/// `dumbbell` with 4 flows on a 20 Mbps RED bottleneck, sampled every 100 ms, for `secs`.
+pub fn small_red_dumbbell(secs: u32) -> String {
+    dumbbell(
+        4,
+        "20Mbps",
+        "10ms",
+        r#"{ type = "red", limit = "60pkt", min_th = 5, max_th = 15 }"#,
+        "{n} ms",
+        secs,
+    )
+    .replace(
+        &format!("duration = \"{secs}s\""),
+        &format!("duration = \"{secs}s\"\nsample_interval = \"100ms\""),
+    )
+}

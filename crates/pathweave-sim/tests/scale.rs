@@ -1,0 +1,73 @@
+//! The scale benchmarks (`bench/scenarios/dumbbell-10k.toml`, `multipath-1k.toml`) at a size a
+//! test run affords: they complete, conserve packets network-wide and per flow, and no link
+//! delivers more than its rate allows.
+
+mod common;
+use common::*;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// A benchmark scenario with its counts and duration reduced.
+fn reduced(file: &str, from: &str, to: &str, secs: u32) -> pathweave_sim::Scenario {
+    let path = format!("{ROOT}/bench/scenarios/{file}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert!(text.contains(from), "{file} no longer holds {from}");
+    let text = text
+        .replace(from, to)
+        .replace("duration = \"100s\"", &format!("duration = \"{secs}s\""));
+    scenario(&text)
+}
+
+/// Packets created = delivered + dropped + lost on the wire + still in links.
+fn conserved(r: &pathweave_sim::Results) {
+    let s = &r.stats;
+    assert_eq!(
+        s.packets_created,
+        s.packets_delivered + s.packets_dropped + s.packets_lost_on_wire + s.packets_in_flight
+    );
+}
+
+/// Every link direction delivered at most rate × time bits (plus one packet in transmission
+/// at the start of the run).
+fn within_capacity(r: &pathweave_sim::Results) {
+    for i in 0..r.links.name.len() {
+        let bits = r.links.delivered_bytes[i] as f64 * 8.0;
+        let cap = r.links.rate_bps[i] * r.stats.simulated_s + 1500.0 * 8.0;
+        assert!(
+            bits <= cap,
+            "{} {}: {bits} > {cap}",
+            r.links.name[i],
+            r.links.direction[i]
+        );
+    }
+}
+
+#[test]
+fn a_thousand_flow_dumbbell_completes_and_conserves_packets() {
+    let sc = reduced("dumbbell-10k.toml", "count = 10000", "count = 1000", 5);
+    assert_eq!(sc.flows.len(), 1000);
+    let r = run(&sc, None); // checks conservation, network-wide and per flow
+    assert_eq!(r.stats.simulated_s, 5.0);
+    conserved(&r);
+    within_capacity(&r);
+    let bn = link_row(&r, "bottleneck");
+    assert!(
+        r.links.delivered_packets[bn] > 10_000,
+        "{}",
+        r.links.delivered_packets[bn]
+    );
+}
+
+#[test]
+fn a_hundred_connection_multipath_dumbbell_completes_and_conserves_packets() {
+    let sc = reduced("multipath-1k.toml", "count = 1000", "count = 100", 5);
+    assert_eq!(sc.flows.len(), 100);
+    let r = run(&sc, None);
+    assert_eq!(r.subflows.flow.len(), 200);
+    conserved(&r);
+    within_capacity(&r);
+    for name in ["bottleneck", "bottleneck2"] {
+        let l = link_row(&r, name);
+        assert!(r.links.delivered_packets[l] > 10_000, "{name}");
+    }
+}
