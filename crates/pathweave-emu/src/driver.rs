@@ -23,6 +23,7 @@ use pathweave_sim::link::{LinkDir, Offer};
 use pathweave_sim::packet::PacketId;
 use pathweave_sim::results::LinkSeries;
 use pathweave_sim::scenario::LinkChange;
+use pathweave_sim::topology;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -250,7 +251,9 @@ impl Driver {
         pool_limit: usize,
         flows: usize,
     ) -> Driver {
-        let mut sched = Scheduler::new();
+        // The binary-heap queue: an emulator holds few events, and its loop asks for the next
+        // deadline after every step, which the heap answers in constant time.
+        let mut sched = Scheduler::reference();
         let mut timeline_timer = Timer::default();
         if let Some(&(t, _, _)) = timeline.first() {
             timeline_timer.arm(t, ComponentId::new(Kind::Timeline, 0), &mut sched);
@@ -474,15 +477,7 @@ impl Driver {
                 break;
             }
             self.timeline_pos += 1;
-            for d in [2 * k, 2 * k + 1] {
-                let l = &mut self.links[d];
-                match change {
-                    LinkChange::Rate(r) => l.set_rate(r, now, &mut self.sched),
-                    LinkChange::Delay(x) => l.set_delay(x, now, &mut self.sched),
-                    LinkChange::Down => l.set_up(false, now, &mut self.sched),
-                    LinkChange::Up => l.set_up(true, now, &mut self.sched),
-                }
-            }
+            topology::apply_change(&mut self.links, k, change, now, &mut self.sched);
         }
     }
 
@@ -490,19 +485,12 @@ impl Driver {
         if !self.sampler_timer.fire(now) {
             return;
         }
-        let t = now.as_secs_f64();
-        for &l in &self.sampled_links {
-            let link = &mut self.links[l as usize];
-            let (pkts, bytes) = link.queue_len(now);
-            let s = &mut self.link_series;
-            s.time_s.push(t);
-            s.link.push(l);
-            s.queue_packets.push(pkts);
-            s.queue_bytes.push(bytes.0);
-            s.red_average.push(link.red_average().unwrap_or(f64::NAN));
-            s.drops.push(link.stats.congestive_drops());
-            s.wire_losses.push(link.stats.drops_wire);
-        }
+        topology::sample_links(
+            &mut self.links,
+            &self.sampled_links,
+            now,
+            &mut self.link_series,
+        );
         let next = now.0 + self.sample_interval;
         if next <= self.end.0 {
             self.sampler_timer.arm(

@@ -10,13 +10,10 @@ use crate::{
     Lateness, Options, Report, TransferCheck,
 };
 use pathweave_cc::{Bytes, Instant};
-use pathweave_sim::event::{ComponentId, Kind};
-use pathweave_sim::link::LinkDir;
 use pathweave_sim::results::*;
-use pathweave_sim::rng::{Purpose, Stream};
-use pathweave_sim::scenario::{FlowKind, LinkChange, Scenario};
+use pathweave_sim::scenario::{FlowKind, Scenario};
 use pathweave_sim::tcp::{Recovery, Traffic};
-use std::collections::BTreeMap;
+use pathweave_sim::topology;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -319,17 +316,7 @@ pub fn emulate(
     endpoint_changes.sort_by_key(|c| c.at);
 
     // The links, exactly as the simulator builds them, and the routes through them.
-    let mut links = Vec::with_capacity(2 * scenario.links.len());
-    for (k, l) in scenario.links.iter().enumerate() {
-        for (d, spec) in [&l.forward, &l.reverse].into_iter().enumerate() {
-            let i = 2 * k + d;
-            links.push(LinkDir::new(
-                spec,
-                ComponentId::new(Kind::Link, i),
-                Stream::new(seed, Purpose::Link, i),
-            ));
-        }
-    }
+    let links = topology::build_links(scenario, seed);
     let mut routes = Vec::new();
     let mut ports = Vec::new();
     let mut sampled = std::collections::BTreeSet::new();
@@ -340,17 +327,7 @@ pub fn emulate(
         .enumerate()
     {
         for ((sf, sfd), rfd) in f.subflows.iter().zip(sfds).zip(rfds) {
-            let fwd: Vec<u32> = sf
-                .path
-                .iter()
-                .map(|h| (2 * h.link + h.reverse as usize) as u32)
-                .collect();
-            let rev: Vec<u32> = sf
-                .path
-                .iter()
-                .rev()
-                .map(|h| (2 * h.link + !h.reverse as usize) as u32)
-                .collect();
+            let (fwd, rev) = topology::subflow_routes(sf);
             sampled.extend(fwd.iter().copied());
             let (sp, rp) = (ports.len() as u32, ports.len() as u32 + 1);
             let (fr, rr) = (routes.len() as u32, routes.len() as u32 + 1);
@@ -370,13 +347,7 @@ pub fn emulate(
             });
         }
     }
-    let mut timeline: Vec<(Instant, usize, LinkChange)> = scenario
-        .links
-        .iter()
-        .enumerate()
-        .flat_map(|(k, l)| l.events.iter().map(move |e| (e.at, k, e.change)))
-        .collect();
-    timeline.sort_by_key(|e| e.0);
+    let timeline = topology::timeline(scenario);
     let max_mtu = scenario
         .flows
         .iter()
@@ -708,21 +679,9 @@ fn assemble(
                 sent += info.data_segs_out as u64;
                 srtt_sum += acc.srtt_sum;
                 srtt_n += acc.srtt_n;
-                let path: Vec<String> = sf
-                    .path
-                    .iter()
-                    .map(|h| {
-                        let name = &scenario.links[h.link].name;
-                        if h.reverse {
-                            format!("~{name}")
-                        } else {
-                            name.clone()
-                        }
-                    })
-                    .collect();
                 st.flow.push(i as u32);
                 st.subflow.push(k as u32);
-                st.path.push(path.join(">"));
+                st.path.push(topology::path_label(scenario, sf));
                 st.acked_bytes.push(info.bytes_acked);
                 st.throughput_bps
                     .push(info.bytes_acked as f64 * 8.0 / window);
@@ -764,36 +723,8 @@ fn assemble(
         ft.completion_s
             .push(completion.map_or(f64::NAN, |c| c - start));
     }
-    let mut lt = LinkTable::default();
-    for (i, l) in driver.links.iter().enumerate() {
-        let spec = &scenario.links[i / 2];
-        lt.name.push(spec.name.clone());
-        lt.direction
-            .push(if i % 2 == 0 { "forward" } else { "reverse" }.to_string());
-        lt.rate_bps.push(l.rate().bps() as f64);
-        lt.arrivals.push(l.stats.arrivals);
-        lt.delivered_packets.push(l.stats.delivered);
-        lt.delivered_bytes.push(l.stats.delivered_bytes);
-        lt.utilization
-            .push(l.stats.delivered_bytes as f64 * 8.0 / (l.rate().bps() as f64 * end.max(1e-9)));
-        lt.drops_overflow.push(l.stats.drops_overflow);
-        lt.drops_early.push(l.stats.drops_early);
-        lt.drops_forced.push(l.stats.drops_forced);
-        lt.drops_wire.push(l.stats.drops_wire);
-    }
-    let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for (g, x) in ft.group.iter().zip(&ft.goodput_bps) {
-        groups.entry(g.as_str()).or_default().push(*x);
-    }
-    let fairness = groups
-        .into_iter()
-        .map(|(g, xs)| GroupFairness {
-            group: g.to_string(),
-            flows: xs.len(),
-            total_goodput_bps: xs.iter().sum(),
-            jain: jain_index(&xs),
-        })
-        .collect();
+    let lt = topology::link_table(scenario, &driver.links, end);
+    let fairness = topology::fairness(&ft);
     let d = &driver.stats;
     Results {
         scenario: scenario.name.clone(),

@@ -19,6 +19,7 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod tcp;
+pub mod topology;
 pub mod udp;
 
 pub use results::Results;

@@ -2,18 +2,17 @@
 //! changes and the sampler, driven by one event loop.
 
 use crate::event::{ComponentId, Kind, Scheduler, Timer};
-use crate::link::LinkDir;
 use crate::net::Net;
 use crate::packet::{PacketKind, PacketPool};
 use crate::results::*;
 use crate::rng::{Purpose, Stream};
 use crate::scenario::{FlowKind, LinkChange, Scenario};
 use crate::tcp::{Application, SubflowPlan, TcpReceiver, TcpSender, Traffic};
+use crate::topology;
 use crate::udp::{CbrSender, CbrSink};
 use pathweave_cc::cc::multipath::MultipathController;
 use pathweave_cc::cc::PathId;
 use pathweave_cc::Instant;
-use std::collections::BTreeMap;
 
 enum Flow {
     Tcp {
@@ -67,17 +66,7 @@ impl Simulation {
     /// [`Scheduler::reference`] to check the fast queue against it.
     pub fn with_scheduler(scenario: &Scenario, seed: Option<u64>, sched: Scheduler) -> Simulation {
         let seed = seed.unwrap_or(scenario.seed);
-        let mut links = Vec::with_capacity(2 * scenario.links.len());
-        for (k, l) in scenario.links.iter().enumerate() {
-            for (d, spec) in [&l.forward, &l.reverse].into_iter().enumerate() {
-                let i = 2 * k + d;
-                links.push(LinkDir::new(
-                    spec,
-                    ComponentId::new(Kind::Link, i),
-                    Stream::new(seed, Purpose::Link, i),
-                ));
-            }
-        }
+        let links = topology::build_links(scenario, seed);
         // Routes: for each flow, each subflow's data route then its ACK route.
         let mut routes: Vec<Vec<u32>> = Vec::new();
         let mut flow_routes: Vec<Vec<(u32, u32)>> = Vec::with_capacity(scenario.flows.len());
@@ -85,17 +74,7 @@ impl Simulation {
         for f in &scenario.flows {
             let mut pairs = Vec::with_capacity(f.subflows.len());
             for sf in &f.subflows {
-                let fwd: Vec<u32> = sf
-                    .path
-                    .iter()
-                    .map(|h| (2 * h.link + h.reverse as usize) as u32)
-                    .collect();
-                let rev: Vec<u32> = sf
-                    .path
-                    .iter()
-                    .rev()
-                    .map(|h| (2 * h.link + !h.reverse as usize) as u32)
-                    .collect();
+                let (fwd, rev) = topology::subflow_routes(sf);
                 sampled.extend(fwd.iter().copied());
                 routes.push(fwd);
                 routes.push(rev);
@@ -178,13 +157,7 @@ impl Simulation {
             };
             flows.push(flow);
         }
-        let mut timeline: Vec<(Instant, usize, LinkChange)> = scenario
-            .links
-            .iter()
-            .enumerate()
-            .flat_map(|(k, l)| l.events.iter().map(move |e| (e.at, k, e.change)))
-            .collect();
-        timeline.sort_by_key(|e| e.0); // stable: file order within equal times
+        let timeline = topology::timeline(scenario);
         let mut sim = Simulation {
             seed,
             end: Instant(scenario.duration.as_nanos()),
@@ -311,15 +284,7 @@ impl Simulation {
                 break;
             }
             self.timeline_pos += 1;
-            for d in [2 * k, 2 * k + 1] {
-                let l = &mut self.net.links[d];
-                match change {
-                    LinkChange::Rate(r) => l.set_rate(r, now, &mut self.net.sched),
-                    LinkChange::Delay(x) => l.set_delay(x, now, &mut self.net.sched),
-                    LinkChange::Down => l.set_up(false, now, &mut self.net.sched),
-                    LinkChange::Up => l.set_up(true, now, &mut self.net.sched),
-                }
-            }
+            topology::apply_change(&mut self.net.links, k, change, now, &mut self.net.sched);
         }
     }
 
@@ -384,18 +349,12 @@ impl Simulation {
             s.srtt_s.push(srtt);
             s.rate_bps.push(rate);
         }
-        for &l in &self.sampled_links {
-            let link = &mut self.net.links[l as usize];
-            let (pkts, bytes) = link.queue_len(now);
-            let s = &mut self.link_series;
-            s.time_s.push(t);
-            s.link.push(l);
-            s.queue_packets.push(pkts);
-            s.queue_bytes.push(bytes.0);
-            s.red_average.push(link.red_average().unwrap_or(f64::NAN));
-            s.drops.push(link.stats.congestive_drops());
-            s.wire_losses.push(link.stats.drops_wire);
-        }
+        topology::sample_links(
+            &mut self.net.links,
+            &self.sampled_links,
+            now,
+            &mut self.link_series,
+        );
         self.next_sample = now + self.scenario.sample_interval;
         if self.next_sample <= self.end {
             let t = self.next_sample;
@@ -506,21 +465,10 @@ impl Simulation {
                     srtt_int += s.srtt_integral;
                     srtt_time += s.srtt_time;
                     active = active.max(s.active_time);
-                    let path: Vec<String> = spec.subflows[k]
-                        .path
-                        .iter()
-                        .map(|h| {
-                            let name = &self.scenario.links[h.link].name;
-                            if h.reverse {
-                                format!("~{name}")
-                            } else {
-                                name.clone()
-                            }
-                        })
-                        .collect();
                     st.flow.push(i as u32);
                     st.subflow.push(k as u32);
-                    st.path.push(path.join(">"));
+                    st.path
+                        .push(topology::path_label(&self.scenario, &spec.subflows[k]));
                     st.acked_bytes.push(s.bytes_acked);
                     st.throughput_bps.push(s.bytes_acked as f64 * 8.0 / window);
                     st.packets_sent.push(s.segments_sent);
@@ -574,37 +522,8 @@ impl Simulation {
             ft.completion_s
                 .push(completion.map_or(f64::NAN, |c| c.as_secs_f64() - start));
         }
-        let mut lt = LinkTable::default();
-        let run = now.as_secs_f64().max(1e-9);
-        for (i, l) in self.net.links.iter().enumerate() {
-            let spec = &self.scenario.links[i / 2];
-            lt.name.push(spec.name.clone());
-            lt.direction
-                .push(if i % 2 == 0 { "forward" } else { "reverse" }.to_string());
-            lt.rate_bps.push(l.rate().bps() as f64);
-            lt.arrivals.push(l.stats.arrivals);
-            lt.delivered_packets.push(l.stats.delivered);
-            lt.delivered_bytes.push(l.stats.delivered_bytes);
-            lt.utilization
-                .push(l.stats.delivered_bytes as f64 * 8.0 / (l.rate().bps() as f64 * run));
-            lt.drops_overflow.push(l.stats.drops_overflow);
-            lt.drops_early.push(l.stats.drops_early);
-            lt.drops_forced.push(l.stats.drops_forced);
-            lt.drops_wire.push(l.stats.drops_wire);
-        }
-        let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        for (g, x) in ft.group.iter().zip(&ft.goodput_bps) {
-            groups.entry(g.as_str()).or_default().push(*x);
-        }
-        let fairness = groups
-            .into_iter()
-            .map(|(g, xs)| GroupFairness {
-                group: g.to_string(),
-                flows: xs.len(),
-                total_goodput_bps: xs.iter().sum(),
-                jain: jain_index(&xs),
-            })
-            .collect();
+        let lt = topology::link_table(&self.scenario, &self.net.links, now.as_secs_f64());
+        let fairness = topology::fairness(&ft);
         let c = self.net.counters;
         Results {
             scenario: self.scenario.name.clone(),

@@ -1,0 +1,154 @@
+//! The network of a scenario as every engine builds it — the discrete-event simulator and the
+//! real-time emulator (`pathweave-emu`) alike: the link directions with their random streams,
+//! each subflow's data and acknowledgement routes, the timeline of link changes, and the link
+//! tables and series the results report. One definition, so the two engines' networks and
+//! link figures cannot drift apart.
+
+use crate::event::{ComponentId, Kind, Scheduler};
+use crate::link::LinkDir;
+use crate::results::{jain_index, FlowTable, GroupFairness, LinkSeries, LinkTable};
+use crate::rng::{Purpose, Stream};
+use crate::scenario::{LinkChange, Scenario, SubflowSpec};
+use pathweave_cc::Instant;
+use std::collections::BTreeMap;
+
+/// Every link direction of `scenario`: direction `2·k` is link `k` forward, `2·k + 1` its
+/// reverse, each with its own random stream under `seed`.
+pub fn build_links(scenario: &Scenario, seed: u64) -> Vec<LinkDir> {
+    let mut links = Vec::with_capacity(2 * scenario.links.len());
+    for (k, l) in scenario.links.iter().enumerate() {
+        for (d, spec) in [&l.forward, &l.reverse].into_iter().enumerate() {
+            let i = 2 * k + d;
+            links.push(LinkDir::new(
+                spec,
+                ComponentId::new(Kind::Link, i),
+                Stream::new(seed, Purpose::Link, i),
+            ));
+        }
+    }
+    links
+}
+
+/// A subflow's data route (the link directions of its path, in order) and its ACK route (the
+/// opposite directions, in reverse order).
+pub fn subflow_routes(sf: &SubflowSpec) -> (Vec<u32>, Vec<u32>) {
+    let fwd = sf
+        .path
+        .iter()
+        .map(|h| (2 * h.link + h.reverse as usize) as u32)
+        .collect();
+    let rev = sf
+        .path
+        .iter()
+        .rev()
+        .map(|h| (2 * h.link + !h.reverse as usize) as u32)
+        .collect();
+    (fwd, rev)
+}
+
+/// A subflow's path as the results name it: link names joined by ">", "~" marking a reverse
+/// traversal.
+pub fn path_label(scenario: &Scenario, sf: &SubflowSpec) -> String {
+    let names: Vec<String> = sf
+        .path
+        .iter()
+        .map(|h| {
+            let name = &scenario.links[h.link].name;
+            if h.reverse {
+                format!("~{name}")
+            } else {
+                name.clone()
+            }
+        })
+        .collect();
+    names.join(">")
+}
+
+/// Every scheduled link change as `(time, link, change)`, in time order (file order within
+/// equal times).
+pub fn timeline(scenario: &Scenario) -> Vec<(Instant, usize, LinkChange)> {
+    let mut t: Vec<(Instant, usize, LinkChange)> = scenario
+        .links
+        .iter()
+        .enumerate()
+        .flat_map(|(k, l)| l.events.iter().map(move |e| (e.at, k, e.change)))
+        .collect();
+    t.sort_by_key(|e| e.0); // stable
+    t
+}
+
+/// Apply `change` to both directions of link `k` at `now`.
+pub fn apply_change(
+    links: &mut [LinkDir],
+    k: usize,
+    change: LinkChange,
+    now: Instant,
+    sched: &mut Scheduler,
+) {
+    for l in &mut links[2 * k..2 * k + 2] {
+        match change {
+            LinkChange::Rate(r) => l.set_rate(r, now, sched),
+            LinkChange::Delay(x) => l.set_delay(x, now, sched),
+            LinkChange::Down => l.set_up(false, now, sched),
+            LinkChange::Up => l.set_up(true, now, sched),
+        }
+    }
+}
+
+/// Append one sample at `now` of the link directions `sampled` to `series`.
+pub fn sample_links(links: &mut [LinkDir], sampled: &[u32], now: Instant, series: &mut LinkSeries) {
+    let t = now.as_secs_f64();
+    for &l in sampled {
+        let link = &mut links[l as usize];
+        let (pkts, bytes) = link.queue_len(now);
+        series.time_s.push(t);
+        series.link.push(l);
+        series.queue_packets.push(pkts);
+        series.queue_bytes.push(bytes.0);
+        series
+            .red_average
+            .push(link.red_average().unwrap_or(f64::NAN));
+        series.drops.push(link.stats.congestive_drops());
+        series.wire_losses.push(link.stats.drops_wire);
+    }
+}
+
+/// The per-direction link table after `run_s` seconds.
+pub fn link_table(scenario: &Scenario, links: &[LinkDir], run_s: f64) -> LinkTable {
+    let mut lt = LinkTable::default();
+    let run = run_s.max(1e-9);
+    for (i, l) in links.iter().enumerate() {
+        let spec = &scenario.links[i / 2];
+        lt.name.push(spec.name.clone());
+        lt.direction
+            .push(if i % 2 == 0 { "forward" } else { "reverse" }.to_string());
+        lt.rate_bps.push(l.rate().bps() as f64);
+        lt.arrivals.push(l.stats.arrivals);
+        lt.delivered_packets.push(l.stats.delivered);
+        lt.delivered_bytes.push(l.stats.delivered_bytes);
+        lt.utilization
+            .push(l.stats.delivered_bytes as f64 * 8.0 / (l.rate().bps() as f64 * run));
+        lt.drops_overflow.push(l.stats.drops_overflow);
+        lt.drops_early.push(l.stats.drops_early);
+        lt.drops_forced.push(l.stats.drops_forced);
+        lt.drops_wire.push(l.stats.drops_wire);
+    }
+    lt
+}
+
+/// Jain's index of goodput per group of the flow table, in group-name order.
+pub fn fairness(ft: &FlowTable) -> Vec<GroupFairness> {
+    let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (g, x) in ft.group.iter().zip(&ft.goodput_bps) {
+        groups.entry(g.as_str()).or_default().push(*x);
+    }
+    groups
+        .into_iter()
+        .map(|(g, xs)| GroupFairness {
+            group: g.to_string(),
+            flows: xs.len(),
+            total_goodput_bps: xs.iter().sum(),
+            jain: jain_index(&xs),
+        })
+        .collect()
+}
