@@ -463,6 +463,41 @@ def test_emulation_without_root_is_refused_naming_the_capability(tmp_path: Path)
     assert "CAP_NET_ADMIN" in out.stderr
 
 
+@needs_root
+def test_mptcp_disabled_is_refused_naming_the_sysctl(tmp_path: Path) -> None:
+    # net.mptcp.enabled is per network namespace: run the command in a fresh one with it off.
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux)")
+    path = _scenario(tmp_path, _two_paths("5s", b='rate = "10Mbps"\ndelay = "10ms"'))
+    cmd = " ".join([*_cli("emulate", str(path), "--out", str(tmp_path / "out"))])
+    out = subprocess.run(
+        ["unshare", "--net", "sh", "-c", f"sysctl -qw net.mptcp.enabled=0 && {cmd}"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2, out.stderr
+    assert "MPTCP is disabled" in out.stderr
+    assert "net.mptcp.enabled" in out.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@needs_root
+def test_a_missing_tun_device_is_refused(tmp_path: Path) -> None:
+    # A private mount namespace whose /dev/net is empty.
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux)")
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    path = _scenario(tmp_path, _one_link(10, flow))
+    cmd = " ".join([*_cli("emulate", str(path), "--out", str(tmp_path / "out"))])
+    out = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", f"mount -t tmpfs none /dev/net && {cmd}"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2, out.stderr
+    assert "/dev/net/tun is missing" in out.stderr
+
+
 def test_refusals_raise_before_anything_is_made(tmp_path: Path) -> None:
     flow = '[[flow]]\nname = "v"\nalgorithm = "westwood"\npath = ["l"]'
     with pytest.raises(_core.EmulationRefused, match="westwood"):
