@@ -37,11 +37,13 @@ pub enum Stat {
     ReleaseUlpGone,
     NextId,
     Version,
+    ListenerConn,
+    Rekeyed,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 15] = [
+    pub const ALL: [Stat; 17] = [
         Stat::Init,
         Stat::Release,
         Stat::Registered,
@@ -57,6 +59,8 @@ impl Stat {
         Stat::ReleaseUlpGone,
         Stat::NextId,
         Stat::Version,
+        Stat::ListenerConn,
+        Stat::Rekeyed,
     ];
 
     /// The name `status` prints.
@@ -77,6 +81,8 @@ impl Stat {
             Stat::ReleaseUlpGone => "releases after the subflow context was gone",
             Stat::NextId => "connection numbers handed out",
             Stat::Version => "program version",
+            Stat::ListenerConn => "callbacks while the connection was still the listener",
+            Stat::Rekeyed => "subflows moved to another connection",
         }
     }
 }

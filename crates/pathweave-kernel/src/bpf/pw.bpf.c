@@ -122,9 +122,16 @@ static __always_inline __u64 pw_next_id(void)
 	return v ? __sync_fetch_and_add(v, 1) + 1 : 0;
 }
 
-/* The MPTCP connection of a subflow, through its subflow context; 0 if none (yet). */
+#define PW_TCP_LISTEN 10
+
+/*
+ * The MPTCP connection of a subflow, through its subflow context; 0 if none yet. A passive
+ * subflow starts out pointing at the listening MPTCP socket, shared by every connection it
+ * accepts, until the connection it belongs to is created: that is no key either.
+ */
 static __always_inline __u64 pw_conn_key(struct sock *sk)
 {
+	struct sock *conn;
 	void *ulp;
 
 	if (!tcp_sk(sk)->is_mptcp)
@@ -132,18 +139,73 @@ static __always_inline __u64 pw_conn_key(struct sock *sk)
 	ulp = inet_csk(sk)->icsk_ulp_data;
 	if (!ulp)
 		return 0;
-	return (__u64)BPF_CORE_READ((struct mptcp_subflow_context *)ulp, conn);
+	conn = BPF_CORE_READ((struct mptcp_subflow_context *)ulp, conn);
+	if (!conn)
+		return 0;
+	if (BPF_CORE_READ(conn, __sk_common.skc_state) == PW_TCP_LISTEN) {
+		pw_count(PW_STAT_LISTENER_CONN);
+		return 0;
+	}
+	return (__u64)conn;
 }
 
-/* Takes a slot in the connection's entry, creating the entry for the first subflow. */
+/* Gives the slot back; the last subflow deletes the entry (and BMC's weights). */
+static __always_inline void pw_unregister(struct sock *sk, struct pw_ca *ca)
+{
+	struct pw_conn *c;
+	__u64 key = ca->conn, id = 0;
+	__u32 slot = ca->slot & (PW_MAX_PATHS - 1), left = 1;
+
+	if (!(ca->flags & PW_CA_REGISTERED) || !key)
+		return;
+	ca->flags &= ~PW_CA_REGISTERED;
+	ca->conn = 0;
+	c = bpf_map_lookup_elem(&pw_conns, &key);
+	if (!c) {
+		pw_count(PW_STAT_CONN_MISSING);
+		return;
+	}
+	bpf_spin_lock(&c->lock);
+	if (c->used & (1u << slot)) {
+		c->used &= ~(1u << slot);
+		c->slot[slot].flags = 0;
+		if (c->subflows)
+			c->subflows--;
+		c->forced = 1;
+	}
+	left = c->subflows;
+	id = c->id;
+	bpf_spin_unlock(&c->lock);
+	pw_count(PW_STAT_UNREGISTERED);
+	if (left == 0) {
+		bpf_map_delete_elem(&pw_conns, &key);
+		bpf_map_delete_elem(&pw_bmc_weights, &id);
+		pw_count(PW_STAT_CONN_DELETED);
+	}
+}
+
+/*
+ * Takes a slot in the connection's entry, creating the entry for the first subflow. Called
+ * only from init and cong_avoid, the callbacks of an initialised controller: tcp_disconnect
+ * calls set_state after release (and after clearing icsk_ca_priv), so a registration there
+ * would never see a release.
+ */
 static __always_inline void pw_register(struct sock *sk, struct pw_ca *ca, __u32 algo)
 {
 	struct pw_conn *c;
 	__u64 key, id;
 	__u32 i, slot = PW_MAX_PATHS, mismatch = 0;
 
-	if (ca->flags & (PW_CA_REGISTERED | PW_CA_PLAIN))
+	if (ca->flags & PW_CA_PLAIN)
 		return;
+	if (ca->flags & PW_CA_REGISTERED) {
+		key = pw_conn_key(sk);
+		if (!key || key == ca->conn)
+			return;
+		/* The subflow now belongs to another connection: move its slot there. */
+		pw_count(PW_STAT_REKEYED);
+		pw_unregister(sk, ca);
+	}
 	if (!tcp_sk(sk)->is_mptcp) {
 		ca->flags |= PW_CA_PLAIN;
 		pw_count(PW_STAT_PLAIN_TCP);
@@ -206,41 +268,6 @@ static __always_inline void pw_register(struct sock *sk, struct pw_ca *ca, __u32
 	ca->slot = slot;
 	ca->flags |= PW_CA_REGISTERED;
 	pw_count(PW_STAT_REGISTERED);
-}
-
-/* Gives the slot back; the last subflow deletes the entry (and BMC's weights). */
-static __always_inline void pw_unregister(struct sock *sk, struct pw_ca *ca)
-{
-	struct pw_conn *c;
-	__u64 key = ca->conn, id = 0;
-	__u32 slot = ca->slot & (PW_MAX_PATHS - 1), left = 1;
-
-	if (!(ca->flags & PW_CA_REGISTERED) || !key)
-		return;
-	ca->flags &= ~PW_CA_REGISTERED;
-	ca->conn = 0;
-	c = bpf_map_lookup_elem(&pw_conns, &key);
-	if (!c) {
-		pw_count(PW_STAT_CONN_MISSING);
-		return;
-	}
-	bpf_spin_lock(&c->lock);
-	if (c->used & (1u << slot)) {
-		c->used &= ~(1u << slot);
-		c->slot[slot].flags = 0;
-		if (c->subflows)
-			c->subflows--;
-		c->forced = 1;
-	}
-	left = c->subflows;
-	id = c->id;
-	bpf_spin_unlock(&c->lock);
-	pw_count(PW_STAT_UNREGISTERED);
-	if (left == 0) {
-		bpf_map_delete_elem(&pw_conns, &key);
-		bpf_map_delete_elem(&pw_bmc_weights, &id);
-		pw_count(PW_STAT_CONN_DELETED);
-	}
 }
 
 /* This subflow's own state, read from the socket before taking the lock. */
@@ -446,8 +473,7 @@ static __always_inline __u32 pw_ssthresh(struct sock *sk, __u32 algo)
 	__u64 ss = pw_reno_ssthresh(cwnd), total = 0;
 	__u32 i;
 
-	pw_register(sk, ca, algo);
-	ca->losses_pending++;
+		ca->losses_pending++;
 	if (!pw_sync(sk, ca, &v, algo == PW_ALGO_COUPLED) || !pw_coupled_view(&v))
 		return (__u32)ss;
 	if (algo == PW_ALGO_BALIA) {
@@ -564,8 +590,7 @@ static __always_inline void pw_set_state(struct sock *sk, __u8 new_state, __u32 
 	struct pw_ca *ca = pw_ca(sk);
 	struct pw_view v;
 
-	pw_register(sk, ca, algo);
-	if (algo == PW_ALGO_OLIA &&
+		if (algo == PW_ALGO_OLIA &&
 	    (new_state == TCP_CA_Loss || new_state == TCP_CA_Recovery ||
 	     new_state == TCP_CA_CWR) &&
 	    ca->loss3 != ca->loss2 && !inet_csk(sk)->icsk_retransmits) {
@@ -589,8 +614,7 @@ static __always_inline void pw_cwnd_event(struct sock *sk, enum tcp_ca_event ev,
 
 	if (ev != CA_EVENT_LOSS && ev != CA_EVENT_COMPLETE_CWR)
 		return;
-	pw_register(sk, ca, algo);
-	if (!pw_sync(sk, ca, &v, 0) || !pw_coupled_view(&v))
+		if (!pw_sync(sk, ca, &v, 0) || !pw_coupled_view(&v))
 		return;
 	if (algo == PW_ALGO_LIA && ev == CA_EVENT_LOSS) {
 		alpha = pw_lia_alpha(&v.s, v.n, &best);

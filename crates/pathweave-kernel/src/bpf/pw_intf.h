@@ -76,6 +76,8 @@ enum pw_stat {
 	PW_STAT_RELEASE_ULP_GONE, /* release saw icsk_ulp_data already cleared */
 	PW_STAT_NEXT_ID,          /* connection numbers handed out */
 	PW_STAT_VERSION,          /* PW_VERSION, written by the loader */
+	PW_STAT_LISTENER_CONN,    /* callbacks while the subflow's connection was a listener */
+	PW_STAT_REKEYED,          /* subflows whose connection changed after they registered */
 	PW_STAT_COUNT
 };
 

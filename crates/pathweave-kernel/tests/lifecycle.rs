@@ -1,0 +1,127 @@
+//! The connection-state lifecycle on the real stack (root, BTF, MPTCP; skipped elsewhere
+//! with the reason): entries appear with a connection's first subflow and go with its last,
+//! whatever the number of connections, subflows joining and leaving, or concurrency.
+#![cfg(feature = "bpf")]
+
+mod support;
+
+use pathweave_kernel::loader::Loaded;
+use pathweave_kernel::maps::Stat;
+use pathweave_kernel::{Algorithm, Prefix};
+use std::time::Duration;
+use support::{assert_nothing_left, kernel_log, prefix, skip_reason, wait_for, Bed, SERIAL};
+
+fn stat(l: &Loaded, s: Stat) -> u64 {
+    l.stats()
+        .unwrap()
+        .into_iter()
+        .find(|(k, _)| *k == s)
+        .map_or(0, |(_, v)| v)
+}
+
+/// Polls until the map is empty (subflows are released shortly after close) or `secs` pass.
+fn drain(l: &Loaded, secs: u64) -> usize {
+    for _ in 0..secs * 10 {
+        let n = l.connections().unwrap().len();
+        if n == 0 {
+            return 0;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    l.connections().unwrap().len()
+}
+
+#[test]
+fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = Prefix::new(&prefix('a')).unwrap();
+    let tag = format!("pwk{}", &p.as_str()[1..]);
+    {
+        let l = Loaded::load(&p).expect("the programs load and register");
+        let bed = Bed::new(&tag, 2, &p.name(Algorithm::Lia));
+        let out = wait_for(bed.client(1000, 1, 16_384), 300).expect("the client finished");
+        assert_eq!(out.trim(), "done 1000 0", "every connection completed");
+        let left = drain(&l, 20);
+        println!(
+            "1000 connections: {left} entries left; created {}, deleted {}, subflows registered {}, \
+             unregistered {}",
+            stat(&l, Stat::ConnCreated),
+            stat(&l, Stat::ConnDeleted),
+            stat(&l, Stat::Registered),
+            stat(&l, Stat::Unregistered)
+        );
+        if left != 0 {
+            println!("counters: {:?}", l.stats().unwrap());
+            for c in l.connections().unwrap() {
+                println!("left: {c:?}");
+            }
+        }
+        assert_eq!(left, 0, "connection entries left after every connection closed");
+        // Both ends run the controller: 1000 client and 1000 server connections.
+        assert!(stat(&l, Stat::ConnCreated) >= 2000);
+        assert_eq!(stat(&l, Stat::ConnCreated), stat(&l, Stat::ConnDeleted));
+        assert_eq!(stat(&l, Stat::Registered), stat(&l, Stat::Unregistered));
+        assert_eq!(stat(&l, Stat::ConnMissing), 0);
+        drop(bed);
+    }
+    assert_nothing_left(&tag);
+}
+
+#[test]
+fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let log_before = kernel_log().len();
+    for (i, algo) in Algorithm::ALL.into_iter().enumerate() {
+        let p = Prefix::new(&prefix((b'b' + i as u8) as char)).unwrap();
+        let tag = format!("pwk{}", &p.as_str()[1..]);
+        {
+            let l = Loaded::load(&p).expect("the programs pass the verifier");
+            let bed = Bed::new(&tag, 3, &p.name(algo));
+            let client = bed.client(64, 64, 24 << 20);
+            // Subflows leave and join while the transfers run.
+            for round in 0..4 {
+                std::thread::sleep(Duration::from_millis(300));
+                let k = 1 + round % 2;
+                bed.remove_endpoint(k);
+                std::thread::sleep(Duration::from_millis(200));
+                bed.add_endpoint(k);
+            }
+            let mid = l.connections().unwrap();
+            let out = wait_for(client, 120).unwrap_or_else(|| panic!("{algo}: transfers stalled"));
+            assert_eq!(out.trim(), "done 64 0", "{algo}: every transfer completed");
+            let left = drain(&l, 20);
+            println!(
+                "{algo}: 64 connections, {} entries mid-run, subflows registered {}, \
+                 unregistered {}, {left} entries left",
+                mid.len(),
+                stat(&l, Stat::Registered),
+                stat(&l, Stat::Unregistered)
+            );
+            assert_eq!(left, 0, "{algo}: entries left");
+            // More subflows than connections registered: subflows did join.
+            assert!(stat(&l, Stat::Registered) > stat(&l, Stat::ConnCreated), "{algo}: no joins");
+            assert_eq!(stat(&l, Stat::Registered), stat(&l, Stat::Unregistered));
+            assert_eq!(stat(&l, Stat::ConnMissing), 0);
+            drop(bed);
+        }
+        assert_nothing_left(&tag);
+    }
+    let log = kernel_log();
+    let new: Vec<&String> = log.iter().skip(log_before).collect();
+    let bad: Vec<&&String> = new
+        .iter()
+        .filter(|l| {
+            let l = l.to_lowercase();
+            l.contains("warning") || l.contains("bug:") || l.contains("rcu") || l.contains("lockdep")
+        })
+        .collect();
+    assert!(bad.is_empty(), "kernel log warnings: {bad:#?}");
+}
