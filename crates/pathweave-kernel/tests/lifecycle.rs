@@ -43,7 +43,7 @@ fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
     {
         let l = Loaded::load(&p).expect("the programs load and register");
         let bed = Bed::new(&tag, 2, &p.name(Algorithm::Lia));
-        let out = wait_for(bed.client(1000, 1, 16_384), 300).expect("the client finished");
+        let out = wait_for(bed.client(1000, 1, 16_384, 0.0), 300).expect("the client finished");
         assert_eq!(out.trim(), "done 1000 0", "every connection completed");
         let left = drain(&l, 20);
         println!(
@@ -85,7 +85,7 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
         {
             let l = Loaded::load(&p).expect("the programs pass the verifier");
             let bed = Bed::new(&tag, 3, &p.name(algo));
-            let client = bed.client(64, 64, 24 << 20);
+            let client = bed.client(64, 64, 0, 4.0);
             // Subflows leave and join while the transfers run.
             for round in 0..4 {
                 std::thread::sleep(Duration::from_millis(300));
@@ -95,17 +95,21 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
                 bed.add_endpoint(k);
             }
             let mid = l.connections().unwrap();
+            let joined = mid.iter().filter(|c| c.subflows >= 2).count();
             let out = wait_for(client, 120).unwrap_or_else(|| panic!("{algo}: transfers stalled"));
             assert_eq!(out.trim(), "done 64 0", "{algo}: every transfer completed");
             let left = drain(&l, 20);
             println!(
-                "{algo}: 64 connections, {} entries mid-run, subflows registered {}, \
-                 unregistered {}, {left} entries left",
+                "{algo}: 64 connections, {} entries mid-run ({joined} with two subflows or more), \
+                 subflows registered {}, unregistered {}, {left} entries left",
                 mid.len(),
                 stat(&l, Stat::Registered),
                 stat(&l, Stat::Unregistered)
             );
             assert_eq!(left, 0, "{algo}: entries left");
+            // Both ends of the 64 connections hold an entry while they run.
+            assert!(mid.len() >= 64, "{algo}: {} entries mid-run", mid.len());
+            assert!(joined > 0, "{algo}: no connection had two subflows");
             // More subflows than connections registered: subflows did join.
             assert!(stat(&l, Stat::Registered) > stat(&l, Stat::ConnCreated), "{algo}: no joins");
             assert_eq!(stat(&l, Stat::Registered), stat(&l, Stat::Unregistered));

@@ -12,10 +12,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
 /// Root tests run one at a time: they share the CPU and the kernel log.
-pub static SERIAL: Mutex<()> = Mutex::new(());
+pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Why the root tests cannot run here, or None.
-pub fn skip_reason() -> Option<String> {
+pub(crate) fn skip_reason() -> Option<String> {
     if !pathweave_kernel::loader::is_root() {
         return Some("needs root".into());
     }
@@ -35,7 +35,7 @@ pub fn skip_reason() -> Option<String> {
 }
 
 /// Runs a command, panicking with its output if it fails.
-pub fn run(args: &[&str]) -> String {
+pub(crate) fn run(args: &[&str]) -> String {
     let out = Command::new(args[0])
         .args(&args[1..])
         .output()
@@ -49,11 +49,11 @@ pub fn run(args: &[&str]) -> String {
 }
 
 /// A test-unique prefix of at most 7 characters: `t`, 5 digits of the pid, a letter.
-pub fn prefix(tag: char) -> String {
+pub(crate) fn prefix(tag: char) -> String {
     format!("t{:05}{tag}", std::process::id() % 100_000)
 }
 
-pub const SERVER_PY: &str = r#"
+pub(crate) const SERVER_PY: &str = r#"
 import socket, threading
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_MPTCP)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -69,10 +69,11 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 "#;
 
-/// argv: connections, concurrency, bytes per connection. Prints "done OK FAILED".
-pub const CLIENT_PY: &str = r#"
-import socket, sys, threading
-n, conc, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+/// argv: connections, concurrency, bytes per connection, seconds (0: as fast as possible;
+/// otherwise each connection sends 16 KiB every 5 ms for that long). Prints "done OK FAILED".
+pub(crate) const CLIENT_PY: &str = r#"
+import socket, sys, threading, time
+n, conc, size, secs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 payload = b"x" * 65536
 ok = [0]; failed = [0]; lock = threading.Lock(); todo = list(range(n))
 def one():
@@ -81,8 +82,12 @@ def one():
     try:
         c.connect(("198.18.0.1", 5201))
         left = size
-        while left > 0:
+        end = time.monotonic() + secs
+        while left > 0 and secs == 0:
             left -= c.send(payload[:min(left, len(payload))])
+        while secs > 0 and time.monotonic() < end:
+            c.sendall(payload[:16384])
+            time.sleep(0.005)
         c.shutdown(socket.SHUT_WR)
         c.recv(1)
         return True
@@ -107,15 +112,15 @@ print("done", ok[0], failed[0], flush=True)
 "#;
 
 /// Two namespaces, `paths` veth pairs, a server running.
-pub struct Bed {
-    pub server_ns: String,
-    pub client_ns: String,
+pub(crate) struct Bed {
+    pub(crate) server_ns: String,
+    pub(crate) client_ns: String,
     server: Option<Child>,
 }
 
 impl Bed {
     /// Builds the bed with `cc` as both namespaces' default congestion control.
-    pub fn new(tag: &str, paths: usize, cc: &str) -> Bed {
+    pub(crate) fn new(tag: &str, paths: usize, cc: &str) -> Bed {
         let server_ns = format!("{tag}-s");
         let client_ns = format!("{tag}-c");
         let mut bed = Bed {
@@ -157,22 +162,23 @@ impl Bed {
     }
 
     /// Announces path k's client address as a subflow endpoint (id k).
-    pub fn add_endpoint(&self, k: usize) {
+    pub(crate) fn add_endpoint(&self, k: usize) {
         let addr = format!("198.18.{k}.2");
         let dev = format!("{}{k}c", &self.client_ns[..self.client_ns.len() - 2]);
         run(&["ip", "-n", &self.client_ns, "mptcp", "endpoint", "add", &addr, "dev", &dev, "id", &k.to_string(), "subflow"]);
     }
 
     /// Withdraws path k's endpoint: its subflows close.
-    pub fn remove_endpoint(&self, k: usize) {
+    pub(crate) fn remove_endpoint(&self, k: usize) {
         run(&["ip", "-n", &self.client_ns, "mptcp", "endpoint", "delete", "id", &k.to_string()]);
     }
 
-    /// Starts the client: `n` connections, `conc` at a time, `bytes` each.
-    pub fn client(&self, n: usize, conc: usize, bytes: usize) -> Child {
+    /// Starts the client: `n` connections, `conc` at a time, `bytes` each, or paced for
+    /// `secs` seconds each if `secs > 0`.
+    pub(crate) fn client(&self, n: usize, conc: usize, bytes: usize, secs: f64) -> Child {
         Command::new("ip")
             .args(["netns", "exec", &self.client_ns, "python3", "-c", CLIENT_PY])
-            .args([n.to_string(), conc.to_string(), bytes.to_string()])
+            .args([n.to_string(), conc.to_string(), bytes.to_string(), secs.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -193,7 +199,7 @@ impl Drop for Bed {
 }
 
 /// Waits for a child up to `secs` seconds; kills it and returns None on a timeout.
-pub fn wait_for(mut child: Child, secs: u64) -> Option<String> {
+pub(crate) fn wait_for(mut child: Child, secs: u64) -> Option<String> {
     for _ in 0..secs * 10 {
         if let Ok(Some(_)) = child.try_wait() {
             let out = child.wait_with_output().ok()?;
@@ -207,7 +213,7 @@ pub fn wait_for(mut child: Child, secs: u64) -> Option<String> {
 }
 
 /// The kernel log lines so far.
-pub fn kernel_log() -> Vec<String> {
+pub(crate) fn kernel_log() -> Vec<String> {
     Command::new("dmesg")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect())
@@ -215,7 +221,7 @@ pub fn kernel_log() -> Vec<String> {
 }
 
 /// Nothing named after `tag` is left: namespaces, links, pins.
-pub fn assert_nothing_left(tag: &str) {
+pub(crate) fn assert_nothing_left(tag: &str) {
     let ns = run(&["ip", "netns", "list"]);
     assert!(!ns.contains(tag), "namespaces left: {ns}");
     let links = run(&["ip", "-o", "link"]);
