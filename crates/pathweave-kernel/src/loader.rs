@@ -216,6 +216,27 @@ impl Loaded {
     pub fn set_weights(&self, id: u64, w: &[u32; maps::SLOTS]) -> Result<(), KernelError> {
         write_weights(&self.skel.maps.pw_bmc_weights, id, w)
     }
+
+    /// The BMC weights held, by connection number.
+    pub fn weights(&self) -> Result<Vec<(u64, [u32; maps::SLOTS])>, KernelError> {
+        let m = &self.skel.maps.pw_bmc_weights;
+        let mut out = Vec::new();
+        for key in m.keys() {
+            let mut k = [0u8; 8];
+            if key.len() == 8 {
+                k.copy_from_slice(&key);
+            }
+            if let Some(v) = m
+                .lookup(&key, MapFlags::ANY)
+                .map_err(bpf_err("reading BMC weights"))?
+            {
+                if let Some(w) = maps::decode_weights(&v) {
+                    out.push((u64::from_ne_bytes(k), w));
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 fn read_conns<M: MapCore>(m: &M) -> Result<Vec<Conn>, KernelError> {

@@ -5,6 +5,7 @@
 
 mod support;
 
+use pathweave_kernel::bmc::Manager;
 use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::maps::Stat;
 use pathweave_kernel::{Algorithm, Prefix};
@@ -95,6 +96,16 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
                 bed.add_endpoint(k);
             }
             let mid = l.connections().unwrap();
+            if algo == Algorithm::Bmc {
+                // The proportion manager's first period gives every connection its weights.
+                let mut m = Manager::default();
+                let updates = m.step(&mid, 1.0);
+                assert_eq!(updates.len(), mid.len());
+                for u in &updates {
+                    l.set_weights(u.id, &u.weights).unwrap();
+                }
+                assert_eq!(l.weights().unwrap().len(), mid.len());
+            }
             let joined = mid.iter().filter(|c| c.subflows >= 2).count();
             let out = wait_for(client, 120).unwrap_or_else(|| panic!("{algo}: transfers stalled"));
             assert_eq!(out.trim(), "done 64 0", "{algo}: every transfer completed");
@@ -107,6 +118,8 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
                 stat(&l, Stat::Unregistered)
             );
             assert_eq!(left, 0, "{algo}: entries left");
+            // The last subflow of a connection also removes its BMC weights.
+            assert!(l.weights().unwrap().is_empty(), "{algo}: weights left");
             // Both ends of the 64 connections hold an entry while they run.
             assert!(mid.len() >= 64, "{algo}: {} entries mid-run", mid.len());
             assert!(joined > 0, "{algo}: no connection had two subflows");
