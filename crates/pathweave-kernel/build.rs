@@ -34,7 +34,11 @@ fn build_bpf() {
         Ok(other) => fail(&format!("no BPF target architecture is known for {other}")),
         Err(_) => "x86",
     };
-    let include = vmlinux.parent().unwrap_or(Path::new(".")).display().to_string();
+    let include = vmlinux
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
     let skel = out.join("pw.skel.rs");
     let result = libbpf_cargo::SkeletonBuilder::new()
         .source("src/bpf/pw.bpf.c")
@@ -59,7 +63,10 @@ fn vmlinux_header(out: &Path) -> PathBuf {
     if let Some(p) = env::var_os("PATHWEAVE_VMLINUX_H") {
         let p = PathBuf::from(p);
         if !p.is_file() {
-            fail(&format!("PATHWEAVE_VMLINUX_H={} is not a file", p.display()));
+            fail(&format!(
+                "PATHWEAVE_VMLINUX_H={} is not a file",
+                p.display()
+            ));
         }
         let dir = out.join("vmlinux");
         let _ = std::fs::create_dir_all(&dir);

@@ -6,6 +6,8 @@
 * ``pathweave sweep FILE [--jobs N | --dask ADDR] [--out DIR] [--cache DIR] [--force] [--quiet]``
 * ``pathweave reproduce [ID ...|all] [--quick] [--jobs N | --dask ADDR] [--out DIR] [--force]``
   and ``pathweave reproduce --list``
+* ``pathweave kernel load | unload | status | bmc-manager [--prefix P]`` (root; see
+  docs/kernel.md)
 * ``pathweave --version``
 
 Exit codes: 0 success, 1 a failure while running or writing, 2 bad input (a bad scenario, a
@@ -179,7 +181,22 @@ def _parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="print neither progress nor the tables"
     )
     repro_p.set_defaults(command=_reproduce)
+
+    kernel_p = sub.add_parser(
+        "kernel",
+        help="load, unload or list the BPF congestion controllers (root)",
+        description="Run pathweave-kernel: load | unload | status | bmc-manager.",
+        add_help=False,
+    )
+    kernel_p.add_argument("args", nargs=argparse.REMAINDER)
+    kernel_p.set_defaults(command=_kernel)
     return parser
+
+
+def _kernel(args: argparse.Namespace) -> int:
+    from pathweave import kernel
+
+    return kernel.run(args.args)
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:

@@ -136,7 +136,8 @@ pub fn olia_counter_step(cnt: &mut i64, d: i64, cwnd: u64) -> u64 {
 pub fn balia_recalc(paths: &[Sample], r: usize, mss: u64) -> Option<Balia> {
     let mut out = Balia::default();
     // SAFETY: the pointer and count describe `paths`; `out` is ours.
-    let ok = unsafe { ffi::pwx_balia_recalc(paths.as_ptr(), count(paths), r as u32, mss, &mut out) };
+    let ok =
+        unsafe { ffi::pwx_balia_recalc(paths.as_ptr(), count(paths), r as u32, mss, &mut out) };
     (ok != 0).then_some(out)
 }
 

@@ -32,7 +32,9 @@ pub enum KernelError {
     )]
     NameTaken(String),
     /// This prefix is already loaded.
-    #[error("the controllers with prefix {0:?} are already loaded; see `status`, or `unload` first")]
+    #[error(
+        "the controllers with prefix {0:?} are already loaded; see `status`, or `unload` first"
+    )]
     AlreadyLoaded(String),
     /// Nothing is loaded under this prefix.
     #[error("no controllers with prefix {0:?} are loaded")]

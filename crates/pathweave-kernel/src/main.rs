@@ -97,7 +97,11 @@ fn run(args: &[String]) -> Result<(), KernelError> {
                 "pathweave-kernel {} (BPF programs version {}{})",
                 env!("CARGO_PKG_VERSION"),
                 pathweave_kernel::PROGRAM_VERSION,
-                if pathweave_kernel::HAS_BPF { "" } else { ", not built" }
+                if pathweave_kernel::HAS_BPF {
+                    ""
+                } else {
+                    ", not built"
+                }
             );
             return Ok(());
         }
@@ -138,7 +142,11 @@ mod commands {
                 let mut l = Loaded::load(&prefix)?;
                 let dir = l.pin()?;
                 let names: Vec<String> = Algorithm::ALL.iter().map(|a| prefix.name(*a)).collect();
-                println!("loaded {} (pinned under {})", names.join(", "), dir.display());
+                println!(
+                    "loaded {} (pinned under {})",
+                    names.join(", "),
+                    dir.display()
+                );
                 println!(
                     "use one per socket (setsockopt TCP_CONGESTION) or per namespace \
                      (sysctl net.ipv4.tcp_congestion_control={})",
@@ -179,7 +187,11 @@ mod commands {
                     "  {:<12} {:<10} {:<14} {n} connections",
                     s.prefix.name(*a),
                     if *pinned { "pinned" } else { "not pinned" },
-                    if *registered { "registered" } else { "not registered" },
+                    if *registered {
+                        "registered"
+                    } else {
+                        "not registered"
+                    },
                 );
             }
             for (k, v) in &s.stats {

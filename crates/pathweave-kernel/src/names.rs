@@ -94,7 +94,8 @@ impl Prefix {
         let ok = !s.is_empty()
             && s.len() <= MAX_PREFIX_LEN
             && s.starts_with(|c: char| c.is_ascii_lowercase())
-            && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
         if ok {
             Ok(Prefix(s.to_string()))
         } else {

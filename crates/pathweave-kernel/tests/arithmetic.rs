@@ -81,12 +81,27 @@ fn olia_reproduces_every_linux_vector() {
     for v in vectors()["OLIA"].as_array().unwrap() {
         let s = samples(v, Some("l_bytes"));
         let n = s.len() as u64;
-        for (r, p) in v["kernel"]["per_path"].as_array().unwrap().iter().enumerate() {
+        for (r, p) in v["kernel"]["per_path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
             let (num, den) = arith::olia_epsilon(&s, r, n);
-            assert_eq!(num, p["eps_num"].as_i64().unwrap(), "{} path {r}", v["state"]);
+            assert_eq!(
+                num,
+                p["eps_num"].as_i64().unwrap(),
+                "{} path {r}",
+                v["state"]
+            );
             assert_eq!(den, u(&p["eps_den"]), "{} path {r}", v["state"]);
             let d = arith::olia_counter_delta(&s, r, num, den);
-            assert_eq!(d, p["cnt_delta_per_ack"].as_i64().unwrap(), "{}", v["state"]);
+            assert_eq!(
+                d,
+                p["cnt_delta_per_ack"].as_i64().unwrap(),
+                "{}",
+                v["state"]
+            );
             // ACK events to +1 packet (none when the counter does not rise).
             let mut cnt = 0i64;
             let mut acks = None;
@@ -97,7 +112,12 @@ fn olia_reproduces_every_linux_vector() {
                 }
             }
             let acks = if d > 0 { acks } else { None };
-            assert_eq!(acks, p["acks_per_plus1"].as_u64(), "{} path {r}", v["state"]);
+            assert_eq!(
+                acks,
+                p["acks_per_plus1"].as_u64(),
+                "{} path {r}",
+                v["state"]
+            );
             let loss = &v["ideal"]["per_path"][r]["loss_new_ssthresh_linux"];
             assert_eq!(arith::reno_ssthresh(s[r].cwnd), u(loss));
             checked += 1;
@@ -136,7 +156,10 @@ fn balia_reproduces_every_linux_vector() {
             let ss = arith::balia_ssthresh(s[r].cwnd, b.md);
             assert_eq!(ss, u(&p["new_ssthresh"]), "{state} path {r}");
             let inc = 1.0 / events_per_packet(b.ai) as f64;
-            assert!((inc - f(&p["inc_per_ack"])).abs() < 1e-12, "{state} path {r}");
+            assert!(
+                (inc - f(&p["inc_per_ack"])).abs() < 1e-12,
+                "{state} path {r}"
+            );
             checked += 1;
         }
     }
@@ -186,7 +209,10 @@ fn bmc_weights_in_use_are_shares_of_the_usable_subflows() {
     assert_eq!(arith::bmc_effective_weight(&[half, half], 0), half);
     // A missing weight counts as the equal share; a lone subflow is Reno.
     assert_eq!(arith::bmc_effective_weight(&[0, 0], 1), half);
-    assert_eq!(arith::bmc_effective_weight(&[WEIGHT_ONE / 5], 0), WEIGHT_ONE);
+    assert_eq!(
+        arith::bmc_effective_weight(&[WEIGHT_ONE / 5], 0),
+        WEIGHT_ONE
+    );
 }
 
 #[test]
@@ -215,11 +241,7 @@ fn state() -> impl Strategy<Value = Vec<Sample>> {
     // no 64-bit intermediate overflows. Beyond them (OLIA's squared rate sum at RTT ratios
     // of a few hundred, ℓ·srtt² for large ℓ) the header saturates, as the 64-bit kernel code
     // overflowed, while pathweave-cc computes in 128 bits.
-    prop::collection::vec(
-        (1u64..1000, 80_000u64..800_000, 0u64..1_000_000),
-        1..=4,
-    )
-    .prop_map(|v| {
+    prop::collection::vec((1u64..1000, 80_000u64..800_000, 0u64..1_000_000), 1..=4).prop_map(|v| {
         v.into_iter()
             .map(|(cwnd, srtt_us, loss_interval)| Sample {
                 cwnd,

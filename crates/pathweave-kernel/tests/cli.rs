@@ -38,7 +38,9 @@ fn bad_arguments_exit_2_naming_what_is_allowed() {
 
 #[test]
 fn loading_without_root_exits_2() {
-    if Command::new("setpriv").arg("--version").output().is_err() || !pathweave_kernel::loader::is_root() {
+    if Command::new("setpriv").arg("--version").output().is_err()
+        || !pathweave_kernel::loader::is_root()
+    {
         println!("skipped: needs root and setpriv to drop privileges");
         return;
     }
@@ -65,7 +67,11 @@ fn load_status_unload_round_trip_and_names_taken() {
         let other = Loaded::load(&Prefix::new(&p).unwrap()).unwrap();
         let o = kernel(&["load", "--prefix", &p]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains("registered by another program"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("registered by another program"),
+            "{}",
+            stderr(&o)
+        );
         drop(other);
     }
     // Unregistration after the links drop is asynchronous.
@@ -82,12 +88,19 @@ fn load_status_unload_round_trip_and_names_taken() {
         assert!(pathweave_kernel::loader::available().contains(&name));
         let again = kernel(&["load", "--prefix", &p]);
         assert_eq!(again.status.code(), Some(2));
-        assert!(stderr(&again).contains("already loaded"), "{}", stderr(&again));
+        assert!(
+            stderr(&again).contains("already loaded"),
+            "{}",
+            stderr(&again)
+        );
         let s = kernel(&["status", "--prefix", &p]);
         assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
         let out = String::from_utf8_lossy(&s.stdout).into_owned();
         assert!(out.contains("program version 1"), "{out}");
-        assert!(out.contains(&format!("{p}_coupled")) && out.contains("registered"), "{out}");
+        assert!(
+            out.contains(&format!("{p}_coupled")) && out.contains("registered"),
+            "{out}"
+        );
     });
     let o = kernel(&["unload", "--prefix", &p]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

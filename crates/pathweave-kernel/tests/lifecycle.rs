@@ -61,7 +61,10 @@ fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
                 println!("left: {c:?}");
             }
         }
-        assert_eq!(left, 0, "connection entries left after every connection closed");
+        assert_eq!(
+            left, 0,
+            "connection entries left after every connection closed"
+        );
         // Both ends run the controller: 1000 client and 1000 server connections.
         assert!(stat(&l, Stat::ConnCreated) >= 2000);
         assert_eq!(stat(&l, Stat::ConnCreated), stat(&l, Stat::ConnDeleted));
@@ -124,7 +127,10 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
             assert!(mid.len() >= 64, "{algo}: {} entries mid-run", mid.len());
             assert!(joined > 0, "{algo}: no connection had two subflows");
             // More subflows than connections registered: subflows did join.
-            assert!(stat(&l, Stat::Registered) > stat(&l, Stat::ConnCreated), "{algo}: no joins");
+            assert!(
+                stat(&l, Stat::Registered) > stat(&l, Stat::ConnCreated),
+                "{algo}: no joins"
+            );
             assert_eq!(stat(&l, Stat::Registered), stat(&l, Stat::Unregistered));
             assert_eq!(stat(&l, Stat::ConnMissing), 0);
             drop(bed);
@@ -137,7 +143,10 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
         .iter()
         .filter(|l| {
             let l = l.to_lowercase();
-            l.contains("warning") || l.contains("bug:") || l.contains("rcu") || l.contains("lockdep")
+            l.contains("warning")
+                || l.contains("bug:")
+                || l.contains("rcu")
+                || l.contains("lockdep")
         })
         .collect();
     assert!(bad.is_empty(), "kernel log warnings: {bad:#?}");

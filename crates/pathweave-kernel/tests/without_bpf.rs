@@ -11,6 +11,9 @@ fn every_command_says_the_bpf_part_was_not_built() {
             .unwrap();
         assert_eq!(o.status.code(), Some(2));
         let e = String::from_utf8_lossy(&o.stderr);
-        assert!(e.contains("no BPF programs") && e.contains("apt-get install"), "{e}");
+        assert!(
+            e.contains("no BPF programs") && e.contains("apt-get install"),
+            "{e}"
+        );
     }
 }

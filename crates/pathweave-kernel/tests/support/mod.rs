@@ -132,16 +132,64 @@ impl Bed {
         run(&["ip", "netns", "add", &client_ns]);
         for ns in [&server_ns, &client_ns] {
             run(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-            run(&["ip", "netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv4.tcp_congestion_control={cc}")]);
-            run(&["ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.enabled=1"]);
-            run(&["ip", "-n", ns, "mptcp", "limits", "set", "subflows", "4", "add_addr_accepted", "4"]);
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv4.tcp_congestion_control={cc}"),
+            ]);
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.mptcp.enabled=1",
+            ]);
+            run(&[
+                "ip",
+                "-n",
+                ns,
+                "mptcp",
+                "limits",
+                "set",
+                "subflows",
+                "4",
+                "add_addr_accepted",
+                "4",
+            ]);
         }
         for k in 0..paths {
             let a = format!("{tag}{k}s");
             let b = format!("{tag}{k}c");
-            run(&["ip", "link", "add", &a, "netns", &server_ns, "type", "veth", "peer", "name", &b, "netns", &client_ns]);
-            run(&["ip", "-n", &server_ns, "addr", "add", &format!("198.18.{k}.1/24"), "dev", &a]);
-            run(&["ip", "-n", &client_ns, "addr", "add", &format!("198.18.{k}.2/24"), "dev", &b]);
+            run(&[
+                "ip", "link", "add", &a, "netns", &server_ns, "type", "veth", "peer", "name", &b,
+                "netns", &client_ns,
+            ]);
+            run(&[
+                "ip",
+                "-n",
+                &server_ns,
+                "addr",
+                "add",
+                &format!("198.18.{k}.1/24"),
+                "dev",
+                &a,
+            ]);
+            run(&[
+                "ip",
+                "-n",
+                &client_ns,
+                "addr",
+                "add",
+                &format!("198.18.{k}.2/24"),
+                "dev",
+                &b,
+            ]);
             run(&["ip", "-n", &server_ns, "link", "set", &a, "up"]);
             run(&["ip", "-n", &client_ns, "link", "set", &b, "up"]);
             if k > 0 {
@@ -155,7 +203,9 @@ impl Bed {
             .expect("start the server");
         let mut line = String::new();
         let stdout = server.stdout.take().expect("piped");
-        BufReader::new(stdout).read_line(&mut line).expect("server output");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("server output");
         assert_eq!(line.trim(), "ready", "the server did not start");
         bed.server = Some(server);
         bed
@@ -165,12 +215,34 @@ impl Bed {
     pub(crate) fn add_endpoint(&self, k: usize) {
         let addr = format!("198.18.{k}.2");
         let dev = format!("{}{k}c", &self.client_ns[..self.client_ns.len() - 2]);
-        run(&["ip", "-n", &self.client_ns, "mptcp", "endpoint", "add", &addr, "dev", &dev, "id", &k.to_string(), "subflow"]);
+        run(&[
+            "ip",
+            "-n",
+            &self.client_ns,
+            "mptcp",
+            "endpoint",
+            "add",
+            &addr,
+            "dev",
+            &dev,
+            "id",
+            &k.to_string(),
+            "subflow",
+        ]);
     }
 
     /// Withdraws path k's endpoint: its subflows close.
     pub(crate) fn remove_endpoint(&self, k: usize) {
-        run(&["ip", "-n", &self.client_ns, "mptcp", "endpoint", "delete", "id", &k.to_string()]);
+        run(&[
+            "ip",
+            "-n",
+            &self.client_ns,
+            "mptcp",
+            "endpoint",
+            "delete",
+            "id",
+            &k.to_string(),
+        ]);
     }
 
     /// Starts the client: `n` connections, `conc` at a time, `bytes` each, or paced for
@@ -178,7 +250,12 @@ impl Bed {
     pub(crate) fn client(&self, n: usize, conc: usize, bytes: usize, secs: f64) -> Child {
         Command::new("ip")
             .args(["netns", "exec", &self.client_ns, "python3", "-c", CLIENT_PY])
-            .args([n.to_string(), conc.to_string(), bytes.to_string(), secs.to_string()])
+            .args([
+                n.to_string(),
+                conc.to_string(),
+                bytes.to_string(),
+                secs.to_string(),
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -216,7 +293,12 @@ pub(crate) fn wait_for(mut child: Child, secs: u64) -> Option<String> {
 pub(crate) fn kernel_log() -> Vec<String> {
     Command::new("dmesg")
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
