@@ -4,7 +4,9 @@
 //! into vmlinux.h, unless PATHWEAVE_VMLINUX_H names one) and libbpf's headers.
 
 use std::env;
+#[cfg(feature = "bpf")]
 use std::path::{Path, PathBuf};
+#[cfg(feature = "bpf")]
 use std::process::Command;
 
 fn main() {
