@@ -7,7 +7,7 @@ mod support;
 use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::{Algorithm, Prefix};
 use std::process::{Command, Output};
-use support::{prefix, skip_reason, SERIAL};
+use support::{prefix, root_test};
 
 fn kernel(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pathweave-kernel"))
@@ -56,11 +56,9 @@ fn loading_without_root_exits_2() {
 
 #[test]
 fn load_status_unload_round_trip_and_names_taken() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
+    let Some(_g) = root_test() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let p = prefix('y');
     // A name registered by another program (here an unpinned load of this test) is refused.
     {

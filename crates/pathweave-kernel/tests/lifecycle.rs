@@ -10,7 +10,7 @@ use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::maps::Stat;
 use pathweave_kernel::{Algorithm, Prefix};
 use std::time::Duration;
-use support::{assert_nothing_left, kernel_log, prefix, skip_reason, wait_for, Bed, SERIAL};
+use support::{assert_nothing_left, kernel_log, prefix, root_test, wait_for, Bed};
 
 fn stat(l: &Loaded, s: Stat) -> u64 {
     l.stats()
@@ -34,11 +34,9 @@ fn drain(l: &Loaded, secs: u64) -> usize {
 
 #[test]
 fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
+    let Some(_g) = root_test() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let p = Prefix::new(&prefix('a')).unwrap();
     let tag = format!("pwk{}", &p.as_str()[1..]);
     {
@@ -77,11 +75,9 @@ fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
 
 #[test]
 fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
+    let Some(_g) = root_test() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let log_before = kernel_log().len();
     for (i, algo) in Algorithm::ALL.into_iter().enumerate() {
         let p = Prefix::new(&prefix((b'b' + i as u8) as char)).unwrap();

@@ -8,7 +8,7 @@ mod support;
 
 use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::{Algorithm, Prefix};
-use support::{assert_nothing_left, prefix, run, skip_reason, wait_for, Bed, SERIAL};
+use support::{assert_nothing_left, prefix, root_test, run, wait_for, Bed};
 
 /// Sends for 5 s on a plain TCP socket and samples TCP_INFO every millisecond; prints one
 /// line "loss CWND_BEFORE NEW_SSTHRESH" per change of ssthresh.
@@ -38,11 +38,9 @@ c.close()
 
 #[test]
 fn every_controller_on_plain_tcp_halves_its_window_on_loss() {
-    if let Some(why) = skip_reason() {
-        println!("skipped: {why}");
+    let Some(_g) = root_test() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let p = Prefix::new(&prefix('p')).unwrap();
     let tag = format!("pwk{}", &p.as_str()[1..]);
     {
@@ -95,15 +93,18 @@ fn every_controller_on_plain_tcp_halves_its_window_on_loss() {
             );
             assert!(!events.is_empty(), "{name}: the bottleneck caused no loss");
             // Halving: ssthresh = max(⌊w/2⌋, 2) of the window at the loss, which the 1 ms
-            // sample can trail by a few packets of growth.
-            let halved = events
+            // sample can trail by a few packets of growth. The first loss ends slow start,
+            // where the window doubles within one sampling interval at this short RTT, so
+            // only the losses in congestion avoidance are judged.
+            let judged = &events[1..];
+            let halved = judged
                 .iter()
                 .filter(|(w, ss)| (*ss as f64 - (*w as f64 / 2.0).max(2.0)).abs() <= 2.0)
                 .count();
             assert!(
-                halved * 10 >= events.len() * 8,
+                halved * 10 >= judged.len() * 8,
                 "{name}: {halved} of {} events halved: {events:?}",
-                events.len()
+                judged.len()
             );
             drop(bed);
         }

@@ -135,6 +135,25 @@ PW_INLINE int pw_counter_step(pw_u64 *cnt, pw_u64 t)
 	return 0;
 }
 
+/*
+ * Σ_i ⌊w_i·2^10·srtt_ref/srtt_i⌋: the rate sum, scaled to the reference path's RTT, that LIA's
+ * denominator (srtt_ref = the best path's) and OLIA's rate (srtt_ref = the acking path's) square.
+ */
+PW_API pw_u64 pw_scaled_rate_sum(const struct pw_samples *ps, pw_u32 n, pw_u64 srtt_ref)
+{
+	pw_u64 sum = 0;
+	pw_u32 i;
+
+	if (!ps)
+		return 0;
+	for (i = 0; i < PW_MAX_PATHS && i < n; i++) {
+		pw_u64 scaled = pw_mul(pw_shl(ps->s[i].cwnd, 10), srtt_ref);
+
+		sum = pw_add(sum, pw_div(scaled, pw_max(ps->s[i].srtt_us, 1)));
+	}
+	return sum;
+}
+
 /* ---- LIA (mptcp_coupled.c, ALGORITHMS.md §1.2) ------------------------------------------ */
 
 #define PW_LIA_SCALE_NUM 32
@@ -169,11 +188,7 @@ PW_API pw_u64 pw_lia_alpha(const struct pw_samples *ps, pw_u32 n, pw_u32 *best)
 		return 0;
 	PW_BOUND(b);
 	best_rtt = pw_max(p[b].srtt_us, 1);
-	for (i = 0; i < PW_MAX_PATHS && i < n; i++) {
-		pw_u64 scaled = pw_mul(pw_shl(p[i].cwnd, PW_LIA_SCALE_DEN), best_rtt);
-
-		den = pw_add(den, pw_div(scaled, pw_max(p[i].srtt_us, 1)));
-	}
+	den = pw_scaled_rate_sum(ps, n, best_rtt); /* PW_LIA_SCALE_DEN = 10 */
 	den = pw_mul(den, den);
 	a = pw_div(pw_shl(p[b].cwnd, PW_LIA_SCALE_NUM), den);
 	*best = b;
@@ -276,11 +291,7 @@ PW_API pw_s64 pw_olia_counter_delta(const struct pw_samples *ps, pw_u32 n, pw_u3
 	p = ps->s;
 	PW_BOUND(r);
 	srtt_r = pw_max(p[r].srtt_us, 1);
-	for (i = 0; i < PW_MAX_PATHS && i < n; i++) {
-		pw_u64 scaled = pw_mul(pw_shl(p[i].cwnd, PW_OLIA_SCALE), srtt_r);
-
-		rate = pw_add(rate, pw_div(scaled, pw_max(p[i].srtt_us, 1)));
-	}
+	rate = pw_add(rate, pw_scaled_rate_sum(ps, n, srtt_r)); /* PW_OLIA_SCALE = 10 */
 	rate = pw_mul(rate, rate);
 	cs = pw_shl(p[r].cwnd, PW_OLIA_SCALE);
 	den = eps_den;

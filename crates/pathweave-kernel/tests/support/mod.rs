@@ -34,6 +34,15 @@ pub(crate) fn skip_reason() -> Option<String> {
     None
 }
 
+/// The lock that serialises the root tests, or None (after printing why) where they cannot run.
+pub(crate) fn root_test() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if let Some(why) = skip_reason() {
+        println!("skipped: {why}");
+        return None;
+    }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// Runs a command, panicking with its output if it fails.
 pub(crate) fn run(args: &[&str]) -> String {
     let out = Command::new(args[0])
@@ -132,24 +141,12 @@ impl Bed {
         run(&["ip", "netns", "add", &client_ns]);
         for ns in [&server_ns, &client_ns] {
             run(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-            run(&[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                &format!("net.ipv4.tcp_congestion_control={cc}"),
-            ]);
-            run(&[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.mptcp.enabled=1",
-            ]);
+            for setting in [
+                format!("net.ipv4.tcp_congestion_control={cc}"),
+                "net.mptcp.enabled=1".into(),
+            ] {
+                run(&["ip", "netns", "exec", ns, "sysctl", "-qw", &setting]);
+            }
             run(&[
                 "ip",
                 "-n",
