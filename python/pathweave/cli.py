@@ -55,6 +55,12 @@ _MAX_LINK_ROWS = 6
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["kernel"]:
+        # Everything after `kernel` belongs to pathweave-kernel, options such as --help too.
+        from pathweave import kernel
+
+        return kernel.run(given[1:])
     args = _parser().parse_args(argv)
     try:
         code: int = args.command(args)
