@@ -207,11 +207,6 @@ PW_INLINE pw_u64 pw_lia_threshold(pw_u64 alpha, pw_u64 cwnd)
 #define PW_OLIA_LIMIT ((1 << PW_OLIA_SCALE) - 1)
 
 /*
- * mptcp_get_epsilon for path r: the best path is the last with the largest ℓ/srtt²
- * (cross-multiplied), B\M counts the paths whose window is not the largest and whose
- * ℓ·srtt_best² equals the best's exactly, and the denominators use cnt_established.
- */
-/*
  * Whether path i of ps is in M (bit 0: its window is the largest) and whether its ℓ/srtt²
  * equals the best's exactly (bit 1). A function of its own so that the caller counts the
  * sets with arithmetic instead of branches (which would multiply the verifier's states).
@@ -232,6 +227,11 @@ PW_API pw_u64 pw_olia_class(const struct pw_samples *ps, pw_u32 i, pw_u64 max_cw
 	return c;
 }
 
+/*
+ * mptcp_get_epsilon for path r: the best path is the last with the largest ℓ/srtt²
+ * (cross-multiplied), B\M counts the paths whose window is not the largest and whose
+ * ℓ·srtt_best² equals the best's exactly, and the denominators use cnt_established.
+ */
 PW_API pw_s64 pw_olia_epsilon(const struct pw_samples *ps, pw_u32 n, pw_u32 r,
 			      pw_u64 cnt_established, pw_u64 *den)
 {
@@ -283,7 +283,6 @@ PW_API pw_s64 pw_olia_counter_delta(const struct pw_samples *ps, pw_u32 n, pw_u3
 				    pw_s64 eps_num, pw_u64 eps_den)
 {
 	pw_u64 srtt_r, rate = 1, cs, cs2, den, inc_den, q;
-	pw_u32 i;
 	const struct pw_sample *p;
 
 	if (!ps || r >= n || r >= PW_MAX_PATHS)
