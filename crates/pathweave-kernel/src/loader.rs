@@ -10,7 +10,7 @@ use crate::names::{Algorithm, Prefix, PIN_ROOT};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use std::mem::MaybeUninit;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[allow(
     unsafe_code,
@@ -410,9 +410,4 @@ pub fn status(only: Option<&Prefix>) -> Result<Vec<PrefixStatus>, KernelError> {
         });
     }
     Ok(out)
-}
-
-/// Whether `path` is under the BPF file system root this module pins to.
-pub fn is_pin_path(path: &Path) -> bool {
-    path.starts_with(PIN_ROOT)
 }
