@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python lint bench slow clean kernel kernel-deps
+.PHONY: setup demo test test-rust test-python lint bench bench-emulate slow docs fuzz fuzz-short clean kernel kernel-deps
 
 # crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
 # zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
@@ -54,8 +54,10 @@ test-rust: kernel-deps
 	cargo test --release --workspace --exclude pathweave-py --exclude pathweave-kernel
 	cargo test --release -p pathweave-kernel $(KERNEL_FEATURES)
 
+# PYTEST_ARGS narrows the run, e.g. PYTEST_ARGS='-m "not slow and not emulation"'.
+PYTEST_ARGS ?=
 test-python: setup
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: setup
 	cargo fmt --all -- --check
@@ -70,9 +72,25 @@ lint: setup
 slow: setup
 	$(BIN)/pytest -m slow
 
+# The documentation site, with broken links as errors.
+docs: setup
+	$(BIN)/mkdocs build --strict --quiet
+
+# The fuzz harness on the scenario reader and builder: 10^6 inputs (fuzz-short: 10^5, in CI).
+FUZZ_RUNS ?= 1000000
+fuzz:
+	cargo run --release --quiet -p pathweave-fuzz -- --runs $(FUZZ_RUNS)
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_RUNS=100000
+
 bench: setup
 	$(BIN)/python bench/dumbbell.py
 	$(BIN)/python bench/multipath.py
+
+# Real-time capacity and lateness of the link emulator (root).
+bench-emulate: setup
+	$(BIN)/python bench/emulate.py
 
 clean:
 	rm -rf $(VENV) target results

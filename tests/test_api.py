@@ -445,3 +445,26 @@ def test_any_values_give_a_scenario_or_a_scenario_error(**values: str) -> None:
     sim.advance(min(scenario.duration_s, 0.01))
     sim.check_conservation()
     assert sim.results()["stats"]["simulated_s"] == sim.now_s
+
+
+HEADLINE = Path(__file__).resolve().parent.parent / "scenarios" / "headline.toml"
+
+
+def _headline_with(algorithm: str, extra: str = "") -> str:
+    """The headline scenario, shortened, with the multipath flow's algorithm replaced."""
+    text = HEADLINE.read_text().replace('duration = "100s"', 'duration = "5s"')
+    return text.replace('algorithm = "lia"', f'algorithm = "{algorithm}"\n{extra}', 1)
+
+
+@pytest.mark.parametrize("arith", ["", 'arithmetic = "linux"', 'counting = "per-ack-event"'])
+def test_kelly_voice_is_selectable_by_name(arith: str) -> None:
+    res = pathweave.run(pathweave.parse(_headline_with("kelly-voice", arith)), seed=1)
+    assert list(res.flows["algorithm"]) == ["kelly-voice", "reno"]
+    assert res.flows["goodput_bps"].iloc[0] > 0
+
+
+def test_a_misspelt_kelly_voice_names_the_field_and_the_choices() -> None:
+    with pytest.raises(pathweave.ScenarioError) as info:
+        pathweave.parse(_headline_with("kelly_voice"))
+    assert "flow[0].algorithm" in str(info.value)
+    assert "kelly-voice" in str(info.value)

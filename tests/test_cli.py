@@ -15,6 +15,7 @@ import pytest
 
 import pathweave
 from conftest import SWEEP, write_scenario
+from pathweave import cli
 
 
 def pathweave_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -573,3 +574,16 @@ def test_version() -> None:
     proc = pathweave_cli("--version")
     assert proc.returncode == 0
     assert proc.stdout.strip() == f"pathweave {pathweave.__version__}"
+
+
+@pytest.mark.parametrize("command", ["run", "validate", "compare", "sweep", "reproduce"])
+def test_help_shows_no_doubled_percent_signs(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "%%" not in out
+    if command == "sweep":
+        assert "95 % confidence interval" in " ".join(out.split())

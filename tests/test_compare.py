@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pathweave import cli
-from pathweave.compare import compare, main
+from pathweave.compare import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADLINE = ROOT / "scenarios" / "headline.toml"
@@ -35,8 +35,12 @@ def test_uncoupled_takes_about_two_shares_and_coupled_about_one(short_headline: 
 
 def test_cli_writes_table_and_plot(short_headline: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code = main(
-        [str(short_headline), "--flow", "mp", "--algorithms", "uncoupled,lia", "--out", str(out)]
+    code = cli.main(
+        [
+            "compare",
+            *(str(short_headline), "--flow", "mp", "--algorithms", "uncoupled,lia"),
+            *("--out", str(out)),
+        ]
     )
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == ["compare.csv", "compare.png"]
@@ -46,9 +50,12 @@ def test_cli_writes_table_and_plot(short_headline: Path, tmp_path: Path) -> None
 def test_unknown_flow_or_algorithm_is_bad_input(
     short_headline: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([str(short_headline), "--flow", "nope"]) == 2
+    assert cli.main(["compare", str(short_headline), "--flow", "nope"]) == 2
     assert "no [[flow]] is named 'nope'" in capsys.readouterr().err
-    assert main([str(short_headline), "--flow", "mp", "--algorithms", "lia,cubicx"]) == 2
+    assert (
+        cli.main(["compare", str(short_headline), "--flow", "mp", "--algorithms", "lia,cubicx"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "flow[0].algorithm" in err
     assert "cubicx" in err
@@ -111,3 +118,17 @@ def test_a_counted_flow_is_refused_before_running(capsys: pytest.CaptureFixture[
     dumbbell = ROOT / "scenarios" / "dumbbell.toml"
     assert cli.main(["compare", str(dumbbell), "--flow", "reno{i}", "--algorithms", "lia"]) == 2
     assert "stamped out 8 times" in capsys.readouterr().err
+
+
+def test_kelly_voice_and_fully_coupled_are_two_algorithms(short_headline: Path) -> None:
+    # Two algorithms go by "fully coupled": Wischik et al.'s (NSDI 2011, 1/w_total per packet)
+    # and Kelly & Voice's ((w_r/rtt_r²)/(Σ w/rtt)² per packet). Both take about one share of
+    # the shared bottleneck (RFC 6356 goal 2), and they are different controllers.
+    c = compare(short_headline, "mp", ["kelly-voice", "fully-coupled"], seed=1)
+    table = c.table().set_index("algorithm")
+    for alg in ("kelly-voice", "fully-coupled"):
+        assert 0.75 <= table.loc[alg, "share_ratio"] <= 1.33, alg
+    assert (
+        table.loc["kelly-voice", "flow_goodput_bps"]
+        != table.loc["fully-coupled", "flow_goodput_bps"]
+    )

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from pathweave import repro
+from pathweave.repro import papers
 
 
 def _quick(experiment_id: str, out: Path) -> tuple[dict[str, str], pd.DataFrame]:
@@ -83,7 +84,7 @@ def test_bmc_flowshares_quick_control_is_one_flowshare(tmp_path: Path) -> None:
 )
 def test_bmc_experiments_are_registered(experiment_id: str) -> None:
     e = repro.get(experiment_id)
-    assert e.source.startswith("shared/seeds/000_")
+    assert e.source.startswith(papers.HONDA_2009)
     assert e.published
 
 

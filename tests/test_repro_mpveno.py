@@ -1,5 +1,5 @@
-"""The quick forms of the MPVeno paper's reproductions (shared/seeds/001), asserting the
-published shape.
+"""The quick forms of the MPVeno paper's reproductions (Le, "Improving the Performance of
+Multipath Congestion Control over Wireless Networks", 2013), asserting the published shape.
 
 Only values that match in the full form with a clear margin are asserted; the misses (loss
 rates of mptcpw-balance, MPVeno's monotonicity in beta) and the values that match only

@@ -11,13 +11,20 @@ import os
 from typing import Any, Final, TypeAlias, TypedDict, final
 
 __all__ = [
+    "EmulationError",
+    "EmulationRefused",
     "PathweaveError",
     "Scenario",
     "ScenarioError",
     "Simulation",
     "__version__",
+    "emulate",
+    "emulate_check",
+    "emulate_cleanup",
+    "emulate_leftovers",
     "load_scenario",
     "parse_scenario",
+    "read_scenario_text",
     "toml_loads",
 ]
 
@@ -58,6 +65,26 @@ class ScenarioError(PathweaveError):
     message: str | None
     """What is wrong and what is allowed."""
 
+class EmulationRefused(PathweaveError):
+    """The scenario or the machine cannot be emulated; nothing was created."""
+
+class EmulationError(PathweaveError):
+    """An emulated run failed part-way; everything it created has been removed."""
+
+def emulate(
+    scenario: Scenario, seed: int | None = None, max_load_bps: int | None = None
+) -> tuple[_Results, dict[str, Any]]:
+    """Emulate in real time; returns the results and the emulator's report."""
+
+def emulate_check(scenario: Scenario, max_load_bps: int | None = None) -> None:
+    """Raise EmulationRefused if the scenario cannot be emulated."""
+
+def emulate_cleanup() -> list[str]:
+    """Remove namespaces left by killed emulations; returns their names."""
+
+def emulate_leftovers(pid: int | None = None) -> list[str]:
+    """Namespaces of emulations present now, optionally only those of process ``pid``."""
+
 @final
 class Scenario:
     """A validated scenario. Immutable; build one with ``load_scenario``/``parse_scenario``."""
@@ -82,8 +109,13 @@ class Scenario:
     @property
     def source(self) -> str: ...
 
-def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a scenario file; raises ScenarioError."""
+def load_scenario(path: str | os.PathLike[str], max_bytes: int | None = None) -> Scenario:
+    """Read and validate a scenario file of at most ``max_bytes`` (default 4 MiB); raises
+    ScenarioError."""
+
+def read_scenario_text(path: str | os.PathLike[str], max_bytes: int | None = None) -> str:
+    """The text of a scenario file: a regular file of at most ``max_bytes`` (default 4 MiB)
+    of UTF-8, checked before it is read. Raises ScenarioError naming the file otherwise."""
 
 def parse_scenario(text: str, label: str = "<string>") -> Scenario:
     """Validate scenario text; ``label`` names it in error messages. Raises ScenarioError."""

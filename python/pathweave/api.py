@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pathweave import _core
-from pathweave._core import Scenario, Simulation
+from pathweave._core import PathweaveError, Scenario, Simulation
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,9 +57,39 @@ _CHUNK_WALL_S = 0.1
 _PROGRESS_DELAY_S = 2.0
 
 
+ENV_MAX_SCENARIO_BYTES = "PATHWEAVE_MAX_SCENARIO_BYTES"
+"""Environment variable: the largest scenario or sweep file read, in bytes (default 4 MiB)."""
+DEFAULT_MAX_SCENARIO_BYTES = 4 * 1024 * 1024
+
+
+def max_scenario_bytes() -> int:
+    """The largest scenario file read: ``$PATHWEAVE_MAX_SCENARIO_BYTES``, else 4 MiB. Raises
+    ``PathweaveError`` for a value that is not a whole number of bytes."""
+    text = os.environ.get(ENV_MAX_SCENARIO_BYTES)
+    if text is None or not text.strip():
+        return DEFAULT_MAX_SCENARIO_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value < 2**63:
+        raise PathweaveError(
+            f"{ENV_MAX_SCENARIO_BYTES}={text!r}: must be a whole number of bytes, "
+            "from 1 to 2**63 - 1"
+        )
+    return value
+
+
 def load(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a scenario file. Raises ``ScenarioError``."""
-    return _core.load_scenario(path)
+    """Read and validate a scenario file. Raises ``ScenarioError``, also for a path that is
+    not a regular file or a file larger than ``max_scenario_bytes()``."""
+    return _core.load_scenario(path, max_scenario_bytes())
+
+
+def read_scenario_text(path: str | os.PathLike[str]) -> str:
+    """The text of a scenario (or sweep) file, with the checks of ``load``: a regular file of
+    at most ``max_scenario_bytes()`` of UTF-8. Raises ``ScenarioError`` naming the file."""
+    return _core.read_scenario_text(path, max_scenario_bytes())
 
 
 def parse(text: str, label: str = "<string>") -> Scenario:

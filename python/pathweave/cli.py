@@ -20,9 +20,11 @@ error: the exit code is 0 once every run completed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,10 +32,19 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pathweave import _core
+from pathweave import _core, catalog
 from pathweave._core import PathweaveError, Scenario, ScenarioError
-from pathweave.api import Result, check_output_directory, load, run
+from pathweave.api import (
+    Result,
+    check_output_directory,
+    load,
+    max_scenario_bytes,
+    read_scenario_text,
+    run,
+)
+from pathweave.catalog import ENV_SCENARIOS
 from pathweave.compare import DEFAULT_ALGORITHMS
+from pathweave.emulate import EmulatedResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return kernel.run(given[1:])
     args = _parser().parse_args(argv)
+    try:
+        max_scenario_bytes()  # a bad limit is bad input, reported before anything is read
+    except PathweaveError as e:
+        _error(str(e))
+        return EXIT_BAD_INPUT
     try:
         code: int = args.command(args)
     except KeyboardInterrupt:
@@ -136,6 +152,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmp_p.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
     cmp_p.add_argument(
+        "--engine",
+        default="sim",
+        metavar="E[,E]",
+        help="sim, emulate or both (sim,emulate: side by side); emulate needs root (default: sim)",
+    )
+    cmp_p.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -144,11 +166,39 @@ def _parser() -> argparse.ArgumentParser:
     cmp_p.add_argument("--quiet", action="store_true", help="print only errors")
     cmp_p.set_defaults(command=_compare)
 
+    emu_p = sub.add_parser(
+        "emulate",
+        help="run a scenario over real Linux TCP/MPTCP with emulated links (root)",
+        description="Run a scenario file in real time over the kernel's TCP, MPTCP and UDP, "
+        "each endpoint in a network namespace of its own, every link emulated by the "
+        "simulator's own link, queue and loss code; print a summary and write the results "
+        "in the schema of `run`. Needs root, /dev/net/tun and (for multipath flows) MPTCP.",
+    )
+    emu_p.add_argument("file", type=Path, nargs="?", metavar="FILE", help="scenario file (TOML)")
+    emu_p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output directory (default: results/<scenario name>-emulate); replaced if it exists",
+    )
+    emu_p.add_argument("--seed", type=_seed, metavar="N", help="override the scenario's seed")
+    emu_p.add_argument(
+        "--format", choices=("parquet", "csv"), default="parquet", help="table file format"
+    )
+    emu_p.add_argument("--plot", action="store_true", help="also draw run.png in the output")
+    emu_p.add_argument("--quiet", action="store_true", help="print only errors")
+    emu_p.add_argument(
+        "--cleanup",
+        action="store_true",
+        help="remove the namespaces a killed emulation left behind, then exit",
+    )
+    emu_p.set_defaults(command=_emulate)
+
     sweep_p = sub.add_parser(
         "sweep",
         help="run every point of a scenario's [sweep] table",
         description="Run the grid and seeds of a scenario's [sweep] table, caching every run; "
-        "print mean ± 95 %% confidence interval per point and write the tables.",
+        "print mean ± 95 % confidence interval per point and write the tables.",
     )
     sweep_p.add_argument("file", type=Path, metavar="FILE", help="scenario file with [sweep]")
     sweep_p.add_argument(
@@ -187,6 +237,25 @@ def _parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="print neither progress nor the tables"
     )
     repro_p.set_defaults(command=_reproduce)
+
+    scen_p = sub.add_parser(
+        "scenarios",
+        help="list the shipped scenarios, or copy one to edit",
+        description="The scenarios shipped with pathweave (the experiments' and the examples). "
+        f"${ENV_SCENARIOS}, if set, names another directory to use instead.",
+    )
+    scen_sub = scen_p.add_subparsers(title="actions", required=True, metavar="ACTION")
+    list_p = scen_sub.add_parser("list", help="list the shipped scenarios by name")
+    list_p.set_defaults(command=_scenarios_list)
+    copy_p = scen_sub.add_parser(
+        "copy",
+        help="copy a scenario (or a directory of them) into DIR",
+        description="Copy the scenario NAME (NAME.toml) or the directory NAME into DIR "
+        "(created if missing). Existing files are never overwritten.",
+    )
+    copy_p.add_argument("name", metavar="NAME", help="a name from 'pathweave scenarios list'")
+    copy_p.add_argument("dest", type=Path, metavar="DIR", help="destination directory")
+    copy_p.set_defaults(command=_scenarios_copy)
 
     kernel_p = sub.add_parser(
         "kernel",
@@ -323,21 +392,141 @@ def _compare(args: argparse.Namespace) -> int:
         except OSError as e:
             _error(f"--out: {e}")
             return EXIT_BAD_INPUT
+    engines = [e.strip() for e in args.engine.split(",") if e.strip()]
+    bad = [e for e in engines if e not in ENGINES] or (
+        ["(repeated)"] if len(set(engines)) != len(engines) else []
+    )
+    if not engines or bad:
+        _error(f"--engine: {args.engine!r}: give sim, emulate or sim,emulate")
+        return EXIT_BAD_INPUT
+    if "emulate" in engines:
+        from pathweave.emulate import check
+
+        try:
+            for sc in checked.values():
+                check(sc)
+        except _core.EmulationRefused as e:
+            _error(f"emulate: {e}")
+            return EXIT_BAD_INPUT
     show_progress = not args.quiet and sys.stderr.isatty()
-    results = {alg: run(sc, seed=args.seed, progress=show_progress) for alg, sc in checked.items()}
-    comparison = cmp.Comparison(args.flow, results)
+    comparisons = {}
+    for engine in engines:
+        if engine == "sim":
+            results = {
+                alg: run(sc, seed=args.seed, progress=show_progress) for alg, sc in checked.items()
+            }
+        else:
+            from pathweave.emulate import emulate
+
+            with _sigterm_as_interrupt():
+                results = {alg: emulate(sc, seed=args.seed) for alg, sc in checked.items()}
+        comparisons[engine] = cmp.Comparison(args.flow, results)
+    comparison = comparisons[engines[0]]
     console = _console()
     if not args.quiet:
-        cmp.print_table(comparison, console)
+        if len(comparisons) > 1:
+            cmp.print_engines(comparisons, console)
+        else:
+            cmp.print_table(comparison, console)
     if args.out is not None:
         try:
-            cmp.write(comparison, args.out)
+            cmp.write(comparison, args.out, engines=comparisons)
         except OSError as e:
             _error(f"cannot write the comparison to {args.out}: {e}")
             return EXIT_FAILURE
         if not args.quiet:
             console.print(Text(f"wrote {args.out / cmp.MARKER} and {args.out / 'compare.png'}"))
     return 0
+
+
+ENGINES = ("sim", "emulate")
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that an emulation cleans up before the exit."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _emulate(args: argparse.Namespace) -> int:
+    from pathweave import emulate as emu
+
+    if args.cleanup:
+        try:
+            removed = emu.cleanup()
+        except PathweaveError as e:
+            _error(f"emulate --cleanup: {e}")
+            return EXIT_FAILURE
+        if not args.quiet:
+            print(f"removed {len(removed)} namespace(s)" + "".join(f"\n  {n}" for n in removed))
+        return 0
+    if args.file is None:
+        _error("emulate: give a scenario FILE (or --cleanup)")
+        return EXIT_BAD_INPUT
+    scenario = _load(args.file)
+    if scenario is None:
+        return EXIT_BAD_INPUT
+    out: Path = args.out if args.out is not None else _default_out(scenario.name + "-emulate")
+    try:
+        check_output_directory(out)
+        emu.check(scenario)
+    except OSError as e:
+        _error(f"--out: {e}")
+        return EXIT_BAD_INPUT
+    except _core.EmulationRefused as e:
+        _error(f"emulate: {e}")
+        return EXIT_BAD_INPUT
+    if not args.quiet and sys.stderr.isatty():
+        print(
+            f"emulating {scenario.name}: {scenario.duration_s:g} s of real time",
+            file=sys.stderr,
+        )
+    try:
+        with _sigterm_as_interrupt():
+            result = emu.emulate(scenario, seed=args.seed)
+    except _core.EmulationRefused as e:
+        _error(f"emulate: {e}")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        _error("emulation interrupted; its namespaces and devices were removed, nothing written")
+        return EXIT_INTERRUPTED
+    try:
+        result.write(out, format=args.format, plot=args.plot)
+    except OSError as e:
+        _error(f"cannot write results to {out}: {e}")
+        return EXIT_FAILURE
+    if not args.quiet:
+        _summary(result, out, args.format)
+        _emulation_summary(result.emulation)
+    return 0
+
+
+def _emulation_summary(report: dict[str, object]) -> None:
+    console = _console()
+    lat = report["lateness"]
+    assert isinstance(lat, dict)
+    console.print(
+        f"emulator lateness: p50 {lat['p50_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, "
+        f"max {lat['max_ms']:.3f} ms over {lat['packets']:,} packets "
+        f"(limit {report['lateness_limit_ms']:.3f} ms); "
+        f"emulator drops {report['emulator_drops']}, device drops {report['device_drops']}"
+    )
+    if report["reliable"]:
+        console.print("timing: reliable")
+    else:
+        reasons = report["unreliable_because"]
+        assert isinstance(reasons, list)
+        console.print(Text("timing: UNRELIABLE: " + "; ".join(str(r) for r in reasons)))
 
 
 def _console() -> Console:
@@ -354,10 +543,16 @@ def _summary(result: Result, out: Path, fmt: str) -> None:
     console.print(_group_table(result))
     console.print(_link_table(result))
     stats = result.stats
-    console.print(
-        f"simulated {stats['simulated_s']:g} s in {result.wall_time_s:.2f} s of wall time "
-        f"({stats['events']:,} events, {result.events_per_s / 1e6:.2f} M events/s)"
-    )
+    if isinstance(result, EmulatedResult):
+        console.print(
+            f"emulated {stats['simulated_s']:g} s in real time "
+            f"({stats['packets_delivered']:,} packets carried through the links)"
+        )
+    else:
+        console.print(
+            f"simulated {stats['simulated_s']:g} s in {result.wall_time_s:.2f} s of wall time "
+            f"({stats['events']:,} events, {result.events_per_s / 1e6:.2f} M events/s)"
+        )
     console.print(Text(f"results ({fmt}) written to {out}"))
 
 
@@ -445,8 +640,8 @@ def _number(x: float, spec: str) -> str:
 def _has_sweep(path: Path) -> bool:
     """Whether the file parses as TOML with a top-level ``[sweep]`` table."""
     try:
-        return "sweep" in _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, ScenarioError):
+        return "sweep" in _core.toml_loads(read_scenario_text(path), str(path))
+    except ScenarioError:
         return False  # the ordinary loader reports what is wrong
 
 
@@ -619,7 +814,10 @@ def _reproduce(args: argparse.Namespace) -> int:
                 "command to resume"
             )
             return EXIT_INTERRUPTED
-        except (ScenarioError, SweepError, repro.ExperimentError) as e:
+        except repro.ExperimentError as e:
+            _error(str(e))  # names the experiment itself
+            return EXIT_FAILURE
+        except (ScenarioError, SweepError) as e:
             _error(f"{i}: {e}")
             return EXIT_FAILURE
         except OSError as e:
@@ -647,6 +845,34 @@ def _reproduce(args: argparse.Namespace) -> int:
         for f in o.result.failures:
             _error(f"{o.experiment.id}: point {f.task.point.index} seed {f.task.seed}: {f.message}")
     return EXIT_FAILURE if failures else 0
+
+
+def _scenarios_list(args: argparse.Namespace) -> int:
+    found = catalog.scenarios()
+    if not found:
+        _error(f"no scenario files in {catalog.scenarios_dir()}")
+        return EXIT_BAD_INPUT
+    table = Table(title=f"scenarios in {catalog.scenarios_dir()}")
+    table.add_column("name")
+    table.add_column("description")
+    for s in found:
+        table.add_row(Text(s.name), Text(s.summary))
+    _console().print(table)
+    return 0
+
+
+def _scenarios_copy(args: argparse.Namespace) -> int:
+    try:
+        written = catalog.copy_scenario(args.name, args.dest)
+    except catalog.CatalogError as e:
+        _error(f"scenarios copy: {e}")
+        return EXIT_BAD_INPUT
+    except OSError as e:
+        _error(f"scenarios copy: cannot write into {args.dest}: {e}")
+        return EXIT_BAD_INPUT
+    for path in written:
+        print(path)
+    return 0
 
 
 def _experiment_list(experiments: list[Experiment]) -> None:

@@ -13,7 +13,6 @@ only once both are written.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +24,18 @@ from rich.table import Table
 
 from pathweave import _core
 from pathweave._core import Scenario
-from pathweave.api import Result, _atomic_directory, load, parse, run
+from pathweave.api import Result, _atomic_directory, load, parse, read_scenario_text, run
 
-__all__ = ["Comparison", "compare", "main", "plot_comparison", "print_table", "variants", "write"]
+__all__ = [
+    "Comparison",
+    "compare",
+    "engines_table",
+    "plot_comparison",
+    "print_engines",
+    "print_table",
+    "variants",
+    "write",
+]
 
 DEFAULT_ALGORITHMS = ("uncoupled", "lia", "olia", "balia")
 # The file whose presence marks a directory as an earlier comparison (safe to replace).
@@ -102,7 +110,7 @@ def variants(
         raise ValueError(f"algorithms listed more than once: {', '.join(repeated)}")
     path = Path(scenario)
     load(path)  # the scenario as written must be valid too; reports an unreadable file
-    doc = _core.toml_loads(path.read_text(encoding="utf-8"), str(path))
+    doc = _core.toml_loads(read_scenario_text(path), str(path))
     # The label names the variant, so an error says which algorithm it came with.
     return {
         alg: parse(
@@ -125,11 +133,26 @@ def compare(
     return Comparison(flow, {alg: run(sc, seed=seed) for alg, sc in checked.items()})
 
 
-def write(c: Comparison, out: Path) -> None:
+def engines_table(comparisons: dict[str, Comparison]) -> Any:
+    """The tables of one comparison run by several engines (``sim``, ``emulate``), stacked,
+    with an ``engine`` column first."""
+    import pandas as pd
+
+    frames = []
+    for engine, c in comparisons.items():
+        df = c.table()
+        df.insert(0, "engine", engine)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def write(c: Comparison, out: Path, engines: dict[str, Comparison] | None = None) -> None:
     """Write ``compare.csv`` and ``compare.png`` into ``out``, replacing it only when both are
-    complete. Raises ``OSError`` if ``out`` holds something other than earlier comparisons."""
+    complete. Raises ``OSError`` if ``out`` holds something other than earlier comparisons.
+    With ``engines`` (more than one), ``compare.csv`` holds every engine's rows."""
     with _atomic_directory(out, marker=MARKER) as tmp:
-        c.table().to_csv(tmp / MARKER, index=False)
+        table = engines_table(engines) if engines and len(engines) > 1 else c.table()
+        table.to_csv(tmp / MARKER, index=False)
         plot_comparison(c, tmp / "compare.png")
 
 
@@ -215,12 +238,24 @@ def print_table(c: Comparison, console: Console) -> None:
     console.print(t)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pathweave.compare ARGS`` is ``pathweave compare ARGS``."""
-    from pathweave.cli import main as cli_main
-
-    return cli_main(["compare", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def print_engines(comparisons: dict[str, Comparison], console: Console) -> None:
+    """One row per algorithm, each engine's goodput and share ratio side by side."""
+    first = next(iter(comparisons.values()))
+    tables = {e: c.table().set_index("algorithm") for e, c in comparisons.items()}
+    t = Table(title=f"{first.flow}: goodput by algorithm and engine")
+    t.add_column("algorithm")
+    for e in comparisons:
+        t.add_column(f"{e}: {first.flow} Mbps", justify="right")
+        t.add_column(f"{e}: others Mbps", justify="right")
+        t.add_column(f"{e}: ratio", justify="right")
+    for alg in first.results:
+        cells = []
+        for e in comparisons:
+            row = tables[e].loc[alg]
+            cells += [
+                f"{row['flow_goodput_bps'] / 1e6:.2f}",
+                f"{row['others_mean_goodput_bps'] / 1e6:.2f}",
+                f"{row['share_ratio']:.2f}",
+            ]
+        t.add_row(alg, *cells)
+    console.print(t)

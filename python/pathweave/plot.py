@@ -4,25 +4,41 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
 
-    from pathweave.api import Result
+    from pathweave._core import Scenario
 
-__all__ = ["plot_run"]
+__all__ = ["RunTables", "plot_run"]
+
+
+class RunTables(Protocol):
+    """What a plot reads from a run. ``pathweave.Result`` is one; the plots depend on this
+    shape only, so the result module can offer plotting without the two importing each
+    other."""
+
+    scenario: Scenario
+    scenario_name: str
+    seed: int
+    flows: pd.DataFrame
+    flow_series: pd.DataFrame
+    links: pd.DataFrame
+    link_series: pd.DataFrame
+
 
 # Beyond this many lines a legend hides the plot; the first ones are labelled, the rest not.
 _MAX_LEGEND = 12
 
 
 def plot_run(
-    result: Result,
+    result: RunTables,
     path_png: str | os.PathLike[str],
     *,
     pdf: bool = False,
@@ -48,7 +64,7 @@ def plot_run(
     return png
 
 
-def _goodput(ax: Axes, result: Result) -> None:
+def _goodput(ax: Axes, result: RunTables) -> None:
     flows = result.flows
     x = np.arange(len(flows))
     ax.bar(x, flows["goodput_bps"].to_numpy() / 1e6, color="tab:blue")
@@ -59,7 +75,7 @@ def _goodput(ax: Axes, result: Result) -> None:
     ax.set_title("(a) goodput per flow", loc="left")
 
 
-def _cwnd(ax: Axes, result: Result, packets: bool) -> None:
+def _cwnd(ax: Axes, result: RunTables, packets: bool) -> None:
     series = result.flow_series
     mss = result.scenario.flow_mss_bytes
     drawn = 0
@@ -80,7 +96,7 @@ def _cwnd(ax: Axes, result: Result, packets: bool) -> None:
         ax.legend(fontsize="small", ncols=2 if drawn > 6 else 1, loc="upper right")
 
 
-def _queues(ax: Axes, result: Result) -> None:
+def _queues(ax: Axes, result: RunTables) -> None:
     series = result.link_series
     links = result.links
     # Busiest first, so the legend (which names only the first few) names those that matter.

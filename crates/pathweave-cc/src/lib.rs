@@ -8,9 +8,9 @@
 //! * [`rtt`] — the RFC 6298 round-trip-time estimator every transport shares.
 //! * [`cc`] — the [`Controller`] and [`MultipathController`] traits and the algorithms:
 //!   NewReno, weighted AIMD, Veno, Westwood+, and the multipath family in [`cc::multipath`]
-//!   (LIA, OLIA, Balia, fully coupled, EWTCP, RP-MP v2, MPTCP in bytes, wVegas, BMC, MPVeno,
-//!   MPTCPW, wMPTCPW, uncoupled), built by name through [`MultipathConfig`] into an
-//!   [`AnyMultipathController`].
+//!   (LIA, OLIA, Balia, fully coupled, Kelly–Voice, EWTCP, RP-MP v2, MPTCP in bytes, wVegas,
+//!   BMC, MPVeno, MPTCPW, wMPTCPW, uncoupled), built by name through [`MultipathConfig`] into
+//!   an [`AnyMultipathController`].
 
 pub mod cc;
 pub mod rtt;

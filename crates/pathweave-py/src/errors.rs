@@ -32,6 +32,21 @@ pyo3::create_exception!(
      parts; each is None where it does not apply (an unreadable file has no field)."
 );
 
+pyo3::create_exception!(
+    pathweave._core,
+    EmulationRefused,
+    PathweaveError,
+    "A scenario cannot be emulated here: too large, an algorithm the kernel lacks, or a machine \
+     without root, /dev/net/tun or MPTCP. Nothing was created."
+);
+
+pyo3::create_exception!(
+    pathweave._core,
+    EmulationError,
+    PathweaveError,
+    "An emulated run failed part-way; everything it created has been removed."
+);
+
 /// The parts of a scenario error, in attribute order: file, field, value, message.
 fn parts(e: &SimScenarioError) -> [Option<&str>; 4] {
     match e {

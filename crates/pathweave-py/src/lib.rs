@@ -3,6 +3,7 @@
 //! Glue only: no simulation logic lives here. The module exposes
 //! * `load_scenario(path)` and `parse_scenario(text, label)` returning a [`Scenario`];
 //! * `Simulation(scenario, seed)`, advanced in steps with the interpreter released;
+//! * `emulate(scenario, seed)`, the same run over real kernel stacks (pathweave-emu);
 //! * `toml_loads(text, label)`, TOML through the simulator's own parser ([`toml_doc`]);
 //! * `PathweaveError` and its subclass `ScenarioError` (see [`errors`]).
 //!
@@ -12,6 +13,7 @@
 //!
 //! [`Scenario`]: scenario::PyScenario
 
+mod emulate;
 mod errors;
 mod results;
 mod scenario;
@@ -27,10 +29,20 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PathweaveError", py.get_type::<errors::PathweaveError>())?;
     m.add("ScenarioError", py.get_type::<errors::ScenarioError>())?;
+    m.add(
+        "EmulationRefused",
+        py.get_type::<errors::EmulationRefused>(),
+    )?;
+    m.add("EmulationError", py.get_type::<errors::EmulationError>())?;
     m.add_class::<scenario::PyScenario>()?;
     m.add_class::<simulation::PySimulation>()?;
     m.add_function(wrap_pyfunction!(scenario::load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::parse_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::read_scenario_text, m)?)?;
     m.add_function(wrap_pyfunction!(toml_doc::toml_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate::emulate, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate::emulate_cleanup, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate::emulate_check, m)?)?;
+    m.add_function(wrap_pyfunction!(emulate::emulate_leftovers, m)?)?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! Quantities cross the boundary as plain floats whose names carry the unit (`duration_s`).
 
 use crate::errors::{guard, pathweave_error, scenario_error};
-use pathweave_sim::scenario::FlowKind;
+use pathweave_sim::scenario::{read_scenario_file, FlowKind, MAX_FILE_BYTES};
 use pathweave_sim::Scenario;
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
@@ -103,13 +103,32 @@ fn finish(
     }
 }
 
-/// Read and validate a scenario file.
+/// Read and validate a scenario file of at most `max_bytes` (default 4 MiB).
 ///
 /// Raises ScenarioError (with `file`, `field`, `value` and `message` set) when the file cannot
-/// be read or is not a valid scenario.
+/// be read, is not a regular file, is too large, or is not a valid scenario.
 #[pyfunction]
-pub(crate) fn load_scenario(py: Python<'_>, path: PathBuf) -> PyResult<PyScenario> {
-    finish(py, guard(|| Scenario::load(&path)))
+#[pyo3(signature = (path, max_bytes = None))]
+pub(crate) fn load_scenario(
+    py: Python<'_>,
+    path: PathBuf,
+    max_bytes: Option<u64>,
+) -> PyResult<PyScenario> {
+    let limit = max_bytes.unwrap_or(MAX_FILE_BYTES);
+    finish(py, guard(|| Scenario::load_limited(&path, limit)))
+}
+
+/// The text of a scenario file: a regular file of at most `max_bytes` (default 4 MiB) of
+/// UTF-8, checked before it is read. Raises ScenarioError naming the file otherwise.
+#[pyfunction]
+#[pyo3(signature = (path, max_bytes = None))]
+pub(crate) fn read_scenario_text(
+    py: Python<'_>,
+    path: PathBuf,
+    max_bytes: Option<u64>,
+) -> PyResult<String> {
+    let limit = max_bytes.unwrap_or(MAX_FILE_BYTES);
+    read_scenario_file(&path, limit).map_err(|e| scenario_error(py, &e))
 }
 
 /// Validate scenario text; `label` stands for the file name in error messages.

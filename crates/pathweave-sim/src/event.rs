@@ -90,6 +90,10 @@ impl Scheduler {
             _ => None,
         }
     }
+    /// The time of the earliest pending event (live or stale), if any.
+    pub fn next_time(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((t, _, _))| *t)
+    }
     /// Events dispatched so far.
     pub fn events_processed(&self) -> u64 {
         self.popped

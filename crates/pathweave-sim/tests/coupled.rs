@@ -37,6 +37,7 @@ fn coupled_connections_take_one_share_of_a_shared_bottleneck() {
         "olia",
         "balia",
         "fully-coupled",
+        "kelly-voice",
         "ewtcp",
         "rpmp-v2",
         "mptcp-bytes",
@@ -44,6 +45,7 @@ fn coupled_connections_take_one_share_of_a_shared_bottleneck() {
     ] {
         let r = run(&scenario(&SHARED.replace("ALG", alg)), None);
         let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
+        println!("{alg}: multipath / Reno = {ratio:.3}");
         assert!(
             (0.75..=1.33).contains(&ratio),
             "{alg}: multipath / Reno = {ratio:.3}"
@@ -54,17 +56,44 @@ fn coupled_connections_take_one_share_of_a_shared_bottleneck() {
 
 #[test]
 fn linux_arithmetic_runs_and_stays_fair_on_a_shared_bottleneck() {
-    for alg in ["lia", "olia", "balia"] {
+    for alg in ["lia", "olia", "balia", "kelly-voice"] {
         let text = SHARED
             .replace("ALG", alg)
             .replace("algorithm", "arithmetic = \"linux\"\nalgorithm");
         let r = run(&scenario(&text), None);
         let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
+        println!("{alg} (linux): multipath / Reno = {ratio:.3}");
         assert!(
             (0.5..=1.5).contains(&ratio),
             "{alg} (linux): multipath / Reno = {ratio:.3}"
         );
     }
+}
+
+/// Kelly–Voice in both arithmetics: the same seed gives the same run, the two arithmetics are
+/// different controllers, and a misspelt name is refused with the choices.
+#[test]
+fn kelly_voice_runs_are_deterministic_in_both_arithmetics() {
+    let text = |arith: &str| {
+        SHARED
+            .replace("ALG", "kelly-voice")
+            .replace("algorithm", &format!("{arith}\nalgorithm"))
+    };
+    let mut goodput = Vec::new();
+    for arith in ["", "arithmetic = \"linux\""] {
+        let sc = scenario(&text(arith));
+        let (a, b) = (run(&sc, Some(3)), run(&sc, Some(3)));
+        assert!(format!("{a:?}") == format!("{b:?}"), "{arith}");
+        goodput.push(a.flows.goodput_bps[0]);
+    }
+    assert_ne!(goodput[0], goodput[1]);
+    let e = pathweave_sim::Scenario::parse(&SHARED.replace("ALG", "kelly_voice"), "t.toml", "t")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flow[0].algorithm") && e.contains("kelly-voice"),
+        "{e}"
+    );
 }
 
 const DISJOINT: &str = r#"
@@ -198,7 +227,7 @@ path = ["l"]
         )
     };
     let reno = run(&scenario(&text("reno")), None);
-    for alg in ["lia", "olia", "balia"] {
+    for alg in ["lia", "olia", "balia", "kelly-voice"] {
         let r = run(&scenario(&text(alg)), None);
         assert_eq!(
             format!("{:?}", r.flow_series),

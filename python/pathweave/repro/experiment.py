@@ -168,7 +168,7 @@ class Experiment:
     plot: Callable[[ExperimentData], Mapping[str, Figure]] | None = None
     """Figures by file stem, drawn from the results."""
     source: str = ""
-    """The paper (``shared/seeds/…``) and figure, or why there is none."""
+    """The paper (authors, title, year, section) and figure, or why there is none."""
 
     def __post_init__(self) -> None:
         if not _ID.fullmatch(self.id):

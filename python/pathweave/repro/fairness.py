@@ -1,5 +1,5 @@
 """The three fairness definitions of Becke, Dreibholz, Adhari & Rathgeb, "On the Fairness of
-Transport Protocols in a Multi-Path Environment" (shared/seeds/003, §IV and §V), as the ideal
+Transport Protocols in a Multi-Path Environment" (IEEE ICC 2012, §IV and §V), as the ideal
 allocations they give on a topology. The reproductions ``fairness-shared`` and
 ``fairness-disjoint`` draw them as lines beside the measured curves, as the paper's Fig. 2 does.
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathweave import _core
 from pathweave.api import _replace_directory
+from pathweave.catalog import ENV_SCENARIOS, scenarios_dir
 from pathweave.repro.experiment import Experiment, ExperimentData, ExperimentError, Published
 from pathweave.stats import summarise
 from pathweave.sweep import (
@@ -58,9 +59,6 @@ __all__ = [
     "scenarios_dir",
 ]
 
-ENV_SCENARIOS = "PATHWEAVE_SCENARIOS"
-"""Environment variable: the scenarios directory, for an installation without the source
-tree beside it."""
 
 COMPARISON_COLUMNS = (
     "label",
@@ -103,26 +101,15 @@ class Outcome:
         return int((self.comparison["verdict"] == "miss").sum())
 
 
-def scenarios_dir() -> Path:
-    """Where experiments' scenario files live: ``$PATHWEAVE_SCENARIOS``, else the source
-    tree's ``scenarios/`` (beside ``python/``), else ``./scenarios``."""
-    env = os.environ.get(ENV_SCENARIOS)
-    if env:
-        return Path(env)
-    tree = Path(__file__).resolve().parents[3] / "scenarios"
-    if tree.is_dir():
-        return tree
-    return Path("scenarios")
-
-
 def scenario_paths(experiment: Experiment, root: Path | None = None) -> list[Path]:
     root = scenarios_dir() if root is None else root
     paths = [Path(s) if Path(s).is_absolute() else root / s for s in experiment.scenarios]
     for p in paths:
         if not p.is_file():
             raise ExperimentError(
-                f"{experiment.id}: scenario file {p} not found (set {ENV_SCENARIOS} to the "
-                "directory holding the scenarios)"
+                f"{experiment.id}: scenario file {p} not found ({ENV_SCENARIOS}, if set, "
+                "names the directory holding the scenarios; unset, the scenarios shipped with "
+                "pathweave are used)"
             )
     return paths
 

@@ -1,5 +1,5 @@
 //! TCP Veno (Fu & Liew, "TCP Veno", IEEE JSAC 21(2), 2003; Linux `net/ipv4/tcp_veno.c`;
-//! `shared/reference/ALGORITHMS.md` §5): Reno whose growth and loss response depend on a
+//! `reference/ALGORITHMS.md` §5): Reno whose growth and loss response depend on a
 //! Vegas-style estimate of the packets the flow keeps queued,
 //!
 //! `N = (w/baseRTT − w/RTT)·baseRTT = w·(RTT − baseRTT)/RTT` packets,

@@ -1,5 +1,5 @@
 //! TCP Westwood+ (Mascolo et al., MobiCom 2001; Grieco & Mascolo, ACM CCR 2004; Linux
-//! `net/ipv4/tcp_westwood.c`; `shared/reference/ALGORITHMS.md` §6): NewReno whose window after
+//! `net/ipv4/tcp_westwood.c`; `reference/ALGORITHMS.md` §6): NewReno whose window after
 //! a loss is set from an end-to-end bandwidth estimate instead of being halved.
 //!
 //! * Bandwidth estimate ([`BandwidthEstimator`], `westwood_update_window`/`westwood_filter`):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import Experiment, ExperimentData, Published, Relative
 from pathweave.repro.figures import new_figure
 from pathweave.sweep import RunRecord, Sweep
@@ -113,7 +114,7 @@ EXPERIMENT = Experiment(
         "N Reno flows against bundles of weighted-AIMD flows whose weights sum to one, for "
         "several weight splits, and against N/2 real two-subflow BMC connections."
     ),
-    source="shared/seeds/000_2bf85fae567887f9.txt §5 (Fig. 5.12-5.18)",
+    source=f"{papers.HONDA_2009}, §5 (Fig. 5.12-5.18)",
     setup=(
         "The bmc-weighted-aimd dumbbell; two-weight bundles D in {3/5, 2/3, 3/4, 4/5}, the "
         "four-weight bundle 3/18..6/18, the 1/10 + 3/10 bundle, and BMC connections with fixed "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import Experiment, ExperimentData, Published, Relative
 from pathweave.repro.figures import new_figure
 from pathweave.sweep import RunRecord, Sweep
@@ -87,7 +88,7 @@ EXPERIMENT = Experiment(
         "Reno flow: with P = 2 it should get about twice the Reno flow's throughput, with "
         "P = 1 (the control, eq. 3.1) about the same."
     ),
-    source="shared/seeds/000_2bf85fae567887f9.txt §4.2 (claim; no figure)",
+    source=f"{papers.HONDA_2009}, §4.2 (claim; no figure)",
     setup=(
         "The §5.1 dumbbell: 60 Mbps / 20 ms RED bottleneck (ns-2 defaults), senders on 100 Mbps "
         "/ 2 ms access links, one access link per BMC subflow. Chosen: 1000-byte segments, "

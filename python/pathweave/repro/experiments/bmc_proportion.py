@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import (
     Absolute,
     AtMost,
@@ -276,7 +277,7 @@ EXPERIMENT = Experiment(
         "(1/2, 1/2) the bundle should fall short of Reno (12.67 Mbps); at (1/4, 3/4) both should "
         "get 15 Mbps; the proportion manager should move the weights there by itself."
     ),
-    source="shared/seeds/000_2bf85fae567887f9.txt §3.2 (Fig. 3.1-3.2; analysis only)",
+    source=f"{papers.HONDA_2009}, §3.2 (Fig. 3.1-3.2; analysis only)",
     setup=(
         "30 Mbps shared link, disjoint links of 4 and 12 Mbps (the spare capacity taken as the "
         "link rate), the Reno flow on a 100 Mbps access link. Chosen: 10 ms per link (40 ms "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import (
     Absolute,
     AtLeast,
@@ -193,7 +194,7 @@ EXPERIMENT = Experiment(
         "resource-pooling allocation 6 / 6 / 6 with D = (1/3, 2/3). LIA, OLIA and Balia run on "
         "the same topology for comparison."
     ),
-    source="shared/seeds/000_2bf85fae567887f9.txt §4.1 (Fig. 4.1; analysis only)",
+    source=f"{papers.HONDA_2009}, §4.1 (Fig. 4.1; analysis only)",
     setup=(
         "Bottlenecks of 8 and 10 Mbps. Chosen: 20 ms one-way each (equal 40 ms RTTs), RED with "
         "ns-2 defaults (min_th 5, max_th 15, max_p 0.1, w_q 0.002, gentle, 50 packets), "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import Between, Experiment, ExperimentData, Published, Relative
 from pathweave.repro.figures import new_figure
 from pathweave.sweep import RunRecord, Sweep
@@ -133,7 +134,7 @@ EXPERIMENT = Experiment(
         "their mean throughputs should be D for every N and D (the paper's weighted-AIMD claim "
         "that BMC's subflows build on)."
     ),
-    source="shared/seeds/000_2bf85fae567887f9.txt §5 (Fig. 5.1-5.11)",
+    source=f"{papers.HONDA_2009}, §5 (Fig. 5.1-5.11)",
     setup=(
         "60 Mbps / 20 ms RED bottleneck (ns-2 defaults), 100 Mbps / 2 ms senders, receivers on "
         "100 Mbps links of n/3 ms; N in {1, 2, 4, 8, 16, 32, 48, 64}, D in {4/5, 3/4, 2/3, "

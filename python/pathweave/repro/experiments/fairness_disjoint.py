@@ -1,6 +1,6 @@
 """fairness-disjoint: a multipath flow over two disjoint paths, one of them shared with a
 single-path flow (Becke, Dreibholz, Adhari & Rathgeb, "On the Fairness of Transport Protocols
-in a Multi-Path Environment", shared/seeds/003, Scenario 3, Fig. 4).
+in a Multi-Path Environment", IEEE ICC 2012, Scenario 3, Fig. 4).
 
 S0 -> D0 has a sub-flow on path alpha (20 Mbit/s, its own) and one on path beta, which the
 single-path flow S1 -> D1 shares; rho(beta) runs from 1 to 100 Mbit/s. Reno on every path
@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import (
     Absolute,
     AtLeast,
@@ -298,7 +299,7 @@ EXPERIMENT = Experiment(
         "flow would on its best path (goal 1). 25 replications per point, as the paper's "
         "minimum (randomness: RED's drops)."
     ),
-    source="shared/seeds/003_f339c766ff7d6530.txt §IV, §V-C, §VI, §VII-B (Fig. 1(c), 2, 4)",
+    source=f"{papers.BECKE_2012}, §IV, §V-C, §VI, §VII-B (Fig. 1(c), 2, 4)",
     setup=(
         "Path alpha: 20 Mbit/s, 10 ms; path beta: rho(beta) in {1, 2, 5, 10, 20, 30, 50, 70, "
         "100} Mbit/s, 10 ms; RED MinTh 30, MaxTh 90, MaxP 0.1 on both (paper); RED's other "

@@ -1,6 +1,6 @@
 """fairness-shared: a multipath flow and a single-path flow on one shared bottleneck (Becke,
 Dreibholz, Adhari & Rathgeb, "On the Fairness of Transport Protocols in a Multi-Path
-Environment", shared/seeds/003, Scenario 2, Fig. 3).
+Environment", IEEE ICC 2012, Scenario 2, Fig. 3).
 
 S0 -> D0 is multi-homed: both of its sub-flows and the single-path flow S1 -> D1 cross the one
 RED bottleneck alpha. Reno on every path takes two shares of three (link-centric sub-flow
@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import (
     Absolute,
     AtMost,
@@ -296,7 +297,7 @@ EXPERIMENT = Experiment(
         "+7 Mbps at 1 ms and 100 Mbps). 25 replications per point, as the paper's minimum "
         "(randomness: RED's drops)."
     ),
-    source="shared/seeds/003_f339c766ff7d6530.txt §IV, §V-B, §VI, §VII-A (Fig. 1(b), 2, 3)",
+    source=f"{papers.BECKE_2012}, §IV, §V-B, §VI, §VII-A (Fig. 1(b), 2, 3)",
     setup=(
         "Bottleneck alpha: rho(alpha) in {5, 10, 20, 50, 100} Mbit/s, delay delta_alpha in "
         "{1, 5, 10} ms (10 ms for Fig. 3a), RED MinTh 30, MaxTh 90, MaxP 0.1 (paper); RED's "

@@ -1,4 +1,6 @@
-"""lia-two-links: LIA over two links with Reno cross traffic (shared/seeds/002, Fig. 1-6).
+"""lia-two-links: LIA over two links with Reno cross traffic (González Usach and Kühlewind,
+"Implementation and Evaluation of Coupled Congestion Control for Multipath TCP", EUNICE 2012,
+§4, Fig. 1-6).
 
 The paper runs its LIA kernel module in the real Linux stack inside the IKR SimLib: one MPTCP
 connection with one subflow on each of two links, one Reno flow on each link, buffers of one
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import (
     AtLeast,
     Between,
@@ -227,7 +230,7 @@ EXPERIMENT = Experiment(
         "flow; three scenarios with cross traffic and two without. LIA is run with the "
         "real-valued RFC 6356 arithmetic and with the Linux kernel's fixed point."
     ),
-    source="shared/seeds/002_60b12cd0dcd8ccb0.txt §4 (Fig. 1-6)",
+    source=f"{papers.GONZALEZ_USACH_2012}, §4 (Fig. 1-6)",
     setup=(
         "S1: 5 and 5 Mbps, 50 ms one-way for all. S2: A 10 Mbps, B 5 Mbps, 50 ms. S3: 5 and "
         "5 Mbps, path A 50 ms, path B 100 ms. Drop-tail buffers of one BDP, 85 s (60 s without "

@@ -1,5 +1,6 @@
-"""mptcpw-balance: congestion balance of MPTCP-Westwood and its weighted form (Le, MPVeno,
-shared/seeds/001, §II.C, Fig. 2, Fig. 3(a)).
+"""mptcpw-balance: congestion balance of MPTCP-Westwood and its weighted form (Le,
+"Improving the Performance of Multipath Congestion Control over Wireless Networks", 2013,
+§II.C, Fig. 2, Fig. 3(a)).
 
 One two-path connection has a subflow on each of two links: link 1 (40 Mbps, 30 ms) carries
 20 TCP Westwood background flows, link 2 (32 Mbps, 90 ms) 12. The paper observes loss rates of
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import (
     AtLeast,
     Between,
@@ -169,7 +171,7 @@ EXPERIMENT = Experiment(
         "MPTCPW should move to link 2 and get about a link-2 flow's rate; wMPTCPW keeps about "
         "half a background flow's rate on each link."
     ),
-    source="shared/seeds/001_65b3543fb8c702d6.txt §II.C (Fig. 2, Fig. 3(a))",
+    source=f"{papers.LE_2013}, §II.C (Fig. 2, Fig. 3(a))",
     setup=(
         "Given: link 1 40 Mbps / 30 ms, link 2 32 Mbps / 90 ms, 20 and 12 TCP Westwood "
         "background flows, SACK, RED, buffer = BDP, 1000 B packets. Chosen: delays one way "

@@ -1,5 +1,6 @@
 """mpveno-fairness: a two-path MPVeno flow against a single-path Veno flow on one bottleneck
-(Le, MPVeno, shared/seeds/001, §IV.A, Fig. 3(b), Fig. 4).
+(Le, "Improving the Performance of Multipath Congestion Control over Wireless Networks", 2013,
+§IV.A, Fig. 3(b), Fig. 4).
 
 Both MPVeno subflows cross the one bottleneck that the Veno flow uses; with beta = 6 for both,
 the paper finds the single-path flow's data sent about equal to the two-path flow's total
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import Between, Experiment, ExperimentData, Published
 from pathweave.repro.figures import new_figure
 from pathweave.sweep import RunRecord, Sweep
@@ -102,7 +104,7 @@ EXPERIMENT = Experiment(
         "TCP Veno flow, beta = 6 for both: the paper finds the single-path flow's data sent "
         "about equal to the two-path flow's total (Fig. 4b)."
     ),
-    source="shared/seeds/001_65b3543fb8c702d6.txt §IV.A (Fig. 3(b), Fig. 4)",
+    source=f"{papers.LE_2013}, §IV.A (Fig. 3(b), Fig. 4)",
     setup=(
         "Given: dumbbell, beta = 6, SACK, RED, buffer = BDP, 1000 B packets. Chosen: 10 Mbps "
         "bottleneck, 40 ms RTT (18 ms bottleneck + 2 ms access links one way), BDP 50 packets "

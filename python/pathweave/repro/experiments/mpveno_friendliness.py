@@ -1,5 +1,6 @@
-"""mpveno-friendliness: MPVeno and MPTCP-Westwood against OLIA over wired paths (Le, MPVeno,
-shared/seeds/001, §IV.C, Fig. 3(d), Fig. 6).
+"""mpveno-friendliness: MPVeno and MPTCP-Westwood against OLIA over wired paths (Le,
+"Improving the Performance of Multipath Congestion Control over Wireless Networks", 2013,
+§IV.C, Fig. 3(d), Fig. 6).
 
 A two-path MPVeno (or MPTCPW) connection shares two wired paths with a two-path OLIA
 connection, router buffers 75 packets (= BDP). The paper: MPTCPW takes clearly more than OLIA
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import AtLeast, Between, Experiment, ExperimentData, Published
 from pathweave.repro.figures import new_figure
 from pathweave.sweep import RunRecord, Sweep
@@ -104,7 +106,7 @@ EXPERIMENT = Experiment(
         "clearly more (Fig. 6). A drop-tail variant (not the paper's RED) is run and plotted "
         "beside it, without published values."
     ),
-    source="shared/seeds/001_65b3543fb8c702d6.txt §IV.C (Fig. 3(d), Fig. 6)",
+    source=f"{papers.LE_2013}, §IV.C (Fig. 3(d), Fig. 6)",
     setup=(
         "Given: two wired paths, one subflow of each connection on each, buffers 75 packets = "
         "BDP, SACK, RED, 1000 B packets. Chosen: each path one 20 Mbps / 15 ms link (30 ms "

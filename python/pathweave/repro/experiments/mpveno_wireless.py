@@ -1,4 +1,5 @@
-"""mpveno-wireless: multipath goodput over lossy (wireless) paths (Le, MPVeno, shared/seeds/001,
+"""mpveno-wireless: multipath goodput over lossy (wireless) paths (Le,
+"Improving the Performance of Multipath Congestion Control over Wireless Networks", 2013,
 Fig. 1, Fig. 3(c), Fig. 5).
 
 Two separate paths carry one two-path connection; the links add random (non-congestive) loss.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import AtLeast, AtMost, Experiment, ExperimentData, Published
 from pathweave.repro.figures import new_figure
 from pathweave.sweep import RunRecord, Sweep
@@ -244,7 +246,7 @@ EXPERIMENT = Experiment(
         "at 0.01 %, path 2 varied). The paper gives curves only: the comparison checks the "
         "orderings, and a few thresholds of our own for the shape of Fig. 1."
     ),
-    source="shared/seeds/001_65b3543fb8c702d6.txt §II.B, §IV.B (Fig. 1, 3(c), 5)",
+    source=f"{papers.LE_2013}, §II.B, §IV.B (Fig. 1, 3(c), 5)",
     setup=(
         "Given: two separate paths, random loss 0.001-5 % (both paths, or path 2 with path 1 at "
         "0.01 %), SACK, RED, buffer = BDP, 1000 B packets. Chosen: each path 10 Mbps / 20 ms "

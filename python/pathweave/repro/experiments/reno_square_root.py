@@ -1,7 +1,7 @@
 """reno-square-root: Reno's goodput under random loss against Mathis et al.'s square-root law.
 
-A worked example of the reproduction machinery, not an experiment of the papers in
-``shared/seeds/``: Mathis, Semke, Mahdavi & Ott, "The macroscopic behavior of the TCP
+A worked example of the reproduction machinery, not an experiment of the reproduced
+papers: Mathis, Semke, Mahdavi & Ott, "The macroscopic behavior of the TCP
 congestion avoidance algorithm" (CCR 27(3), 1997) give ``MSS/RTT · √(3/(2p))``. The figure
 follows theirs: goodput against loss probability on log-log axes, the model as a line.
 """
@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pathweave.repro import papers
 from pathweave.repro.experiment import Experiment, ExperimentData, Published, Relative
 from pathweave.repro.figures import new_figure
 from pathweave.sweep import RunRecord, Sweep
@@ -128,11 +129,11 @@ EXPERIMENT = Experiment(
     id="reno-square-root",
     title="Reno under random loss: the square-root law",
     description=(
-        "A worked example of the reproduction machinery, not an experiment of the papers in "
-        "shared/seeds/: one Reno flow's goodput under Bernoulli loss against Mathis, Semke, "
+        "A worked example of the reproduction machinery, not an experiment of the papers "
+        "reproduced here: one Reno flow's goodput under Bernoulli loss against Mathis, Semke, "
         "Mahdavi & Ott (1997), MSS/RTT·√(3/(2p))."
     ),
-    source="Mathis et al., CCR 27(3), 1997, eq. 3 (not from shared/seeds/)",
+    source=f"{papers.MATHIS_1997}, eq. 3",
     setup=(
         "One Reno flow (NewReno recovery, MSS 1000 B, 40 B headers, initial window 2, "
         "min RTO 200 ms) over one 1 Gbps link of 25 ms (RTT 50 ms) whose forward direction "

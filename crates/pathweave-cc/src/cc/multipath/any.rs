@@ -1,6 +1,6 @@
-//! The built-in multipath controllers as one enum, dispatched statically by `match`
-//! (`shared/STYLE.md` rule 5), and the configuration enum that builds them from a scenario's
-//! algorithm name.
+//! The built-in multipath controllers as one enum, dispatched statically by `match` (one dispatch
+//! style for the closed set of built-ins), and the configuration enum that builds them from a
+//! scenario's algorithm name.
 //!
 //! Registering a new algorithm: add a variant to [`AnyMultipathController`], to
 //! [`MultipathConfig`] and to [`Algorithm`], and one arm to each `match`
@@ -10,9 +10,9 @@ use crate::cc::multipath::config::{
     check_range, Algorithm, Arithmetic, ConfigError, Counting, WindowConfig,
 };
 use crate::cc::multipath::{
-    Balia, BaliaConfig, Ewtcp, EwtcpConfig, FullyCoupled, FullyCoupledConfig, Lia, LiaConfig,
-    MptcpBytes, MptcpBytesConfig, MultipathController, Olia, OliaConfig, Paths, RpMpConfig, RpMpV2,
-    Uncoupled, WVegas, WVegasConfig,
+    Balia, BaliaConfig, Ewtcp, EwtcpConfig, FullyCoupled, FullyCoupledConfig, KellyVoice,
+    KellyVoiceConfig, Lia, LiaConfig, MptcpBytes, MptcpBytesConfig, MultipathController, Olia,
+    OliaConfig, Paths, RpMpConfig, RpMpV2, Uncoupled, WVegas, WVegasConfig,
 };
 use crate::cc::{Ack, AnyController, CongestionEvent, Metrics, NewReno, PathId, RenoConfig, Rto};
 use crate::units::{Bytes, Instant};
@@ -35,6 +35,8 @@ pub enum AnyMultipathController {
     Balia(Balia),
     /// The fully coupled algorithm.
     FullyCoupled(FullyCoupled),
+    /// The Kelly–Voice "Coupled" algorithm.
+    KellyVoice(KellyVoice),
     /// EWTCP.
     Ewtcp(Ewtcp),
     /// CMT/RP-MP v2.
@@ -62,6 +64,7 @@ macro_rules! dispatch {
             AnyMultipathController::Olia($c) => $call,
             AnyMultipathController::Balia($c) => $call,
             AnyMultipathController::FullyCoupled($c) => $call,
+            AnyMultipathController::KellyVoice($c) => $call,
             AnyMultipathController::Ewtcp($c) => $call,
             AnyMultipathController::RpMpV2($c) => $call,
             AnyMultipathController::MptcpBytes($c) => $call,
@@ -83,6 +86,7 @@ impl AnyMultipathController {
             AnyMultipathController::Olia(_) => Algorithm::Olia,
             AnyMultipathController::Balia(_) => Algorithm::Balia,
             AnyMultipathController::FullyCoupled(_) => Algorithm::FullyCoupled,
+            AnyMultipathController::KellyVoice(_) => Algorithm::KellyVoice,
             AnyMultipathController::Ewtcp(_) => Algorithm::Ewtcp,
             AnyMultipathController::RpMpV2(_) => Algorithm::RpMpV2,
             AnyMultipathController::MptcpBytes(_) => Algorithm::MptcpBytes,
@@ -141,6 +145,8 @@ pub enum MultipathConfig {
     Balia(BaliaConfig),
     /// The fully coupled algorithm.
     FullyCoupled(FullyCoupledConfig),
+    /// The Kelly–Voice "Coupled" algorithm.
+    KellyVoice(KellyVoiceConfig),
     /// EWTCP.
     Ewtcp(EwtcpConfig),
     /// RP-MP v2.
@@ -176,6 +182,9 @@ impl MultipathConfig {
             Algorithm::FullyCoupled => {
                 MultipathConfig::FullyCoupled(FullyCoupledConfig::new().window(window))
             }
+            Algorithm::KellyVoice => {
+                MultipathConfig::KellyVoice(KellyVoiceConfig::new().window(window))
+            }
             Algorithm::Ewtcp => MultipathConfig::Ewtcp(EwtcpConfig::new().window(window)),
             Algorithm::RpMpV2 => MultipathConfig::RpMpV2(RpMpConfig::new().window(window)),
             Algorithm::MptcpBytes => {
@@ -198,6 +207,7 @@ impl MultipathConfig {
             MultipathConfig::Olia(_) => Algorithm::Olia,
             MultipathConfig::Balia(_) => Algorithm::Balia,
             MultipathConfig::FullyCoupled(_) => Algorithm::FullyCoupled,
+            MultipathConfig::KellyVoice(_) => Algorithm::KellyVoice,
             MultipathConfig::Ewtcp(_) => Algorithm::Ewtcp,
             MultipathConfig::RpMpV2(_) => Algorithm::RpMpV2,
             MultipathConfig::MptcpBytes(_) => Algorithm::MptcpBytes,
@@ -209,13 +219,14 @@ impl MultipathConfig {
         }
     }
 
-    /// Sets the arithmetic; an error if the algorithm has no such mode (only LIA, OLIA, Balia
-    /// and wVegas have `linux`).
+    /// Sets the arithmetic; an error if the algorithm has no such mode (only LIA, OLIA, Balia,
+    /// Kelly–Voice and wVegas have `linux`).
     pub fn with_arithmetic(self, a: Arithmetic) -> Result<Self, ConfigError> {
         Ok(match self {
             MultipathConfig::Lia(c) => MultipathConfig::Lia(c.arithmetic(a)),
             MultipathConfig::Olia(c) => MultipathConfig::Olia(c.arithmetic(a)),
             MultipathConfig::Balia(c) => MultipathConfig::Balia(c.arithmetic(a)),
+            MultipathConfig::KellyVoice(c) => MultipathConfig::KellyVoice(c.arithmetic(a)),
             MultipathConfig::WVegas(c) => MultipathConfig::WVegas(c.arithmetic(a)),
             other if a == Arithmetic::Spec => other,
             other => {
@@ -235,6 +246,7 @@ impl MultipathConfig {
             MultipathConfig::Olia(c) => MultipathConfig::Olia(c.counting(k)),
             MultipathConfig::Balia(c) => MultipathConfig::Balia(c.counting(k)),
             MultipathConfig::FullyCoupled(c) => MultipathConfig::FullyCoupled(c.counting(k)),
+            MultipathConfig::KellyVoice(c) => MultipathConfig::KellyVoice(c.counting(k)),
             MultipathConfig::Ewtcp(c) => MultipathConfig::Ewtcp(c.counting(k)),
             MultipathConfig::MpVeno(c) => MultipathConfig::MpVeno(c.counting(k)),
             MultipathConfig::Mptcpw(c) => MultipathConfig::Mptcpw(c.counting(k)),
@@ -267,6 +279,7 @@ impl MultipathConfig {
             MultipathConfig::Olia(c) => c.validate(),
             MultipathConfig::Balia(c) => c.validate(),
             MultipathConfig::FullyCoupled(c) => c.validate(),
+            MultipathConfig::KellyVoice(c) => c.validate(),
             MultipathConfig::Ewtcp(c) => c.validate(),
             MultipathConfig::RpMpV2(c) => c.validate(),
             MultipathConfig::MptcpBytes(c) => c.validate(),
@@ -289,6 +302,7 @@ impl MultipathConfig {
             MultipathConfig::Olia(c) => AnyMultipathController::Olia(c.build()?),
             MultipathConfig::Balia(c) => AnyMultipathController::Balia(c.build()?),
             MultipathConfig::FullyCoupled(c) => AnyMultipathController::FullyCoupled(c.build()?),
+            MultipathConfig::KellyVoice(c) => AnyMultipathController::KellyVoice(c.build()?),
             MultipathConfig::Ewtcp(c) => AnyMultipathController::Ewtcp(c.build()?),
             MultipathConfig::RpMpV2(c) => AnyMultipathController::RpMpV2(c.build()?),
             MultipathConfig::MptcpBytes(c) => AnyMultipathController::MptcpBytes(c.build()?),

@@ -1,6 +1,6 @@
 //! Balia, Balanced Linked Adaptation (Peng, Walid, Hwang, Low, "Multipath TCP: Analysis,
 //! Design and Implementation", IEEE/ACM ToN 2016; draft-walid-mptcp-congestion-control-04),
-//! in two arithmetics (`shared/reference/ALGORITHMS.md` §3):
+//! in two arithmetics (`reference/ALGORITHMS.md` §3):
 //!
 //! * `spec` — with `x_k = w_k/rtt_k`, `m = max_k x_k`, `X = Σ_k x_k`, `α_r = m/x_r`: per
 //!   acknowledged packet on r, `Δw_r = x_r/(rtt_r·X²)·(1+α_r)/2·(4+α_r)/5`
@@ -19,7 +19,7 @@
 //! (`ai ≥ w`, `(x_r+m)(4x_r+m) ≤ 10·X²`); a loss removes between `w/2` and `3w/4`.
 
 use crate::cc::multipath::config::{
-    check_arithmetic, Algorithm, Arithmetic, ConfigError, Counting, WindowConfig,
+    modal_config, Algorithm, Arithmetic, ConfigError, Counting, WindowConfig,
 };
 use crate::cc::multipath::subflow::{
     ensure_slot, is_coupled, kernel_sample, sample, usable_paths, Subflow,
@@ -146,39 +146,9 @@ pub struct BaliaConfig {
     counting: Option<Counting>,
 }
 
+modal_config!(BaliaConfig, Algorithm::Balia);
+
 impl BaliaConfig {
-    /// Spec arithmetic, counting per packet, the default slow start.
-    pub fn new() -> Self {
-        BaliaConfig::default()
-    }
-    /// The shared slow start and initial window.
-    pub fn window(mut self, w: WindowConfig) -> Self {
-        self.window = w;
-        self
-    }
-    /// Spec or Linux arithmetic.
-    pub fn arithmetic(mut self, a: Arithmetic) -> Self {
-        self.arithmetic = a;
-        self
-    }
-    /// Per-packet or per-ACK-event counting; unset, it follows the arithmetic.
-    pub fn counting(mut self, c: Counting) -> Self {
-        self.counting = Some(c);
-        self
-    }
-    /// The counting in force.
-    pub fn counting_mode(&self) -> Counting {
-        self.counting.unwrap_or(self.arithmetic.default_counting())
-    }
-    /// The arithmetic in force.
-    pub fn arithmetic_mode(&self) -> Arithmetic {
-        self.arithmetic
-    }
-    /// Checks the window settings.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_arithmetic(Algorithm::Balia, self.arithmetic)?;
-        self.window.validate()
-    }
     /// A controller with no paths yet.
     pub fn build(&self) -> Result<Balia, ConfigError> {
         self.validate()?;

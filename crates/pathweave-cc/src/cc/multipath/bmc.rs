@@ -1,5 +1,5 @@
 //! BMC, Bidimensional-Probe Multipath Congestion Control (Honda et al., 2009;
-//! `shared/reference/ALGORITHMS.md` §9): weighted AIMD per subflow, an aggressiveness manager
+//! `reference/ALGORITHMS.md` §9): weighted AIMD per subflow, an aggressiveness manager
 //! that keeps the weights summing to the flowshares P, and a proportion manager that moves
 //! weight towards the least congested subflow.
 //!

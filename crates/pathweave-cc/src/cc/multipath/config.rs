@@ -3,8 +3,8 @@
 //! * [`Algorithm`] — the names scenario files use (`"lia"`, `"rpmp-v2"`, …), parsed by
 //!   [`FromStr`].
 //! * [`Arithmetic`] — `spec` (real-valued, per RFC/draft/paper; the default) or `linux` (the
-//!   out-of-tree MPTCP kernel's fixed point, `shared/reference/ALGORITHMS.md` §1.2, §2.2, §3.2,
-//!   §4), which only LIA, OLIA, Balia and wVegas have.
+//!   out-of-tree MPTCP kernel's fixed point, `reference/ALGORITHMS.md` §1.2, §2.2, §3.2,
+//!   §4), which only LIA, OLIA, Balia, wVegas and Kelly–Voice (OLIA's fixed point) have.
 //! * [`Counting`] — whether a congestion-avoidance increase is applied per acknowledged packet
 //!   (RFC form) or once per ACK event (Linux form), ALGORITHMS.md §0.
 //! * [`WindowConfig`] — the NewReno slow start every controller shares.
@@ -110,8 +110,12 @@ pub enum Algorithm {
     Olia,
     /// `"balia"`: Balanced Linked Adaptation (Peng et al., ToN 2016).
     Balia,
-    /// `"fully-coupled"`: one AIMD over the total window (htsim `FULLY_COUPLED`).
+    /// `"fully-coupled"`: one AIMD over the total window, `1/w_total` per packet (Wischik et
+    /// al., NSDI 2011 §2, "COUPLED"; htsim `FULLY_COUPLED`).
     FullyCoupled,
+    /// `"kelly-voice"`: the Kelly–Voice / Han et al. "Coupled" algorithm,
+    /// `(w_r/rtt_r²)/(Σ w/rtt)²` per packet, halving on loss (OLIA with ε ≡ 0).
+    KellyVoice,
     /// `"ewtcp"`: equally weighted TCP, increase a/w with a = 1/n².
     Ewtcp,
     /// `"rpmp-v2"`: CMT/RP-MP v2 (Dreibholz et al., ConTEL 2011; usrsctp `SCTP_CMT_RPV2`).
@@ -125,8 +129,9 @@ pub enum Algorithm {
     Aimd,
     /// `"bmc"`: Bidimensional-Probe Multipath Congestion Control (Honda et al. 2009).
     Bmc,
-    /// `"mpveno"`: multipath TCP Veno (Le, `shared/seeds/001_65b3543fb8c702d6.txt`,
-    /// Algorithm 2): OLIA's increase, Veno's backlog test per path.
+    /// `"mpveno"`: multipath TCP Veno (Le, "Improving the Performance of Multipath Congestion
+    /// Control over Wireless Networks", 2013, Algorithm 2): OLIA's increase, Veno's backlog test
+    /// per path.
     MpVeno,
     /// `"mptcpw"`: multipath TCP Westwood (Le, Hong, Huh, ICOIN 2012).
     Mptcpw,
@@ -136,12 +141,13 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Every built-in algorithm, in the order of the documentation table.
-    pub const ALL: [Algorithm; 14] = [
+    pub const ALL: [Algorithm; 15] = [
         Algorithm::Uncoupled,
         Algorithm::Lia,
         Algorithm::Olia,
         Algorithm::Balia,
         Algorithm::FullyCoupled,
+        Algorithm::KellyVoice,
         Algorithm::Ewtcp,
         Algorithm::RpMpV2,
         Algorithm::MptcpBytes,
@@ -161,6 +167,7 @@ impl Algorithm {
             Algorithm::Olia => "olia",
             Algorithm::Balia => "balia",
             Algorithm::FullyCoupled => "fully-coupled",
+            Algorithm::KellyVoice => "kelly-voice",
             Algorithm::Ewtcp => "ewtcp",
             Algorithm::RpMpV2 => "rpmp-v2",
             Algorithm::MptcpBytes => "mptcp-bytes",
@@ -174,13 +181,18 @@ impl Algorithm {
     }
 
     /// Whether the algorithm has the given arithmetic mode (every one has `spec`; the kernel
-    /// implemented LIA, OLIA, Balia and wVegas).
+    /// implemented LIA, OLIA, Balia and wVegas, and Kelly–Voice is OLIA's fixed point with
+    /// ε = 0).
     pub const fn supports(self, a: Arithmetic) -> bool {
         match a {
             Arithmetic::Spec => true,
             Arithmetic::Linux => matches!(
                 self,
-                Algorithm::Lia | Algorithm::Olia | Algorithm::Balia | Algorithm::WVegas
+                Algorithm::Lia
+                    | Algorithm::Olia
+                    | Algorithm::Balia
+                    | Algorithm::KellyVoice
+                    | Algorithm::WVegas
             ),
         }
     }
@@ -212,11 +224,7 @@ impl FromStr for Algorithm {
 #[non_exhaustive]
 pub enum ConfigError {
     /// No algorithm has this name.
-    #[error(
-        "unknown multipath algorithm {0:?} (allowed: uncoupled, lia, olia, balia, \
-         fully-coupled, ewtcp, rpmp-v2, mptcp-bytes, wvegas, aimd, bmc, mpveno, mptcpw, \
-         wmptcpw)"
-    )]
+    #[error("unknown multipath algorithm {0:?} (allowed: {allowed})", allowed = Algorithm::names())]
     UnknownAlgorithm(String),
     /// No arithmetic mode has this name.
     #[error("unknown arithmetic {0:?} (allowed: spec, linux)")]
@@ -226,8 +234,8 @@ pub enum ConfigError {
     UnknownCounting(String),
     /// The algorithm has no such arithmetic mode.
     #[error(
-        "{algorithm} has no {arithmetic} arithmetic (linux exists for lia, olia, balia and \
-         wvegas only)"
+        "{algorithm} has no {arithmetic} arithmetic (linux exists for lia, olia, balia, \
+         kelly-voice and wvegas only)"
     )]
     UnsupportedArithmetic {
         /// The algorithm's scenario name.
@@ -363,6 +371,50 @@ impl WindowConfig {
     }
 }
 
+/// The builder of a configuration whose only parameters are the shared slow start, the
+/// arithmetic and the counting (a `Default` struct with fields `window: WindowConfig`,
+/// `arithmetic: Arithmetic` and `counting: Option<Counting>`): OLIA, Balia and Kelly–Voice.
+/// `$algorithm` is the [`Algorithm`] whose modes `validate` checks.
+macro_rules! modal_config {
+    ($config:ident, $algorithm:expr) => {
+        impl $config {
+            /// Spec arithmetic, counting per packet, the default slow start.
+            pub fn new() -> Self {
+                $config::default()
+            }
+            /// The shared slow start and initial window.
+            pub fn window(mut self, w: $crate::cc::multipath::config::WindowConfig) -> Self {
+                self.window = w;
+                self
+            }
+            /// Spec or Linux arithmetic.
+            pub fn arithmetic(mut self, a: $crate::cc::multipath::config::Arithmetic) -> Self {
+                self.arithmetic = a;
+                self
+            }
+            /// Per-packet or per-ACK-event counting; unset, it follows the arithmetic.
+            pub fn counting(mut self, c: $crate::cc::multipath::config::Counting) -> Self {
+                self.counting = Some(c);
+                self
+            }
+            /// The counting in force.
+            pub fn counting_mode(&self) -> $crate::cc::multipath::config::Counting {
+                self.counting.unwrap_or(self.arithmetic.default_counting())
+            }
+            /// The arithmetic in force.
+            pub fn arithmetic_mode(&self) -> $crate::cc::multipath::config::Arithmetic {
+                self.arithmetic
+            }
+            /// Checks the arithmetic and the window settings.
+            pub fn validate(&self) -> Result<(), $crate::cc::multipath::config::ConfigError> {
+                $crate::cc::multipath::config::check_arithmetic($algorithm, self.arithmetic)?;
+                self.window.validate()
+            }
+        }
+    };
+}
+pub(crate) use modal_config;
+
 /// Rejects `arithmetic` if `algorithm` lacks it.
 pub(crate) fn check_arithmetic(
     algorithm: Algorithm,
@@ -423,6 +475,7 @@ mod tests {
                 Algorithm::Lia,
                 Algorithm::Olia,
                 Algorithm::Balia,
+                Algorithm::KellyVoice,
                 Algorithm::WVegas
             ]
         );

@@ -1,11 +1,15 @@
 //! Two reference points of the multipath design space, real-valued only (no kernel ever
 //! shipped them):
 //!
-//! * **Fully coupled** (Kelly & Voice 2005; Han et al. 2006; htsim `mtcp.cpp` `FULLY_COUPLED`,
-//!   ALGORITHMS.md §1.4): the paths share one AIMD over the total window C. Per acknowledged
-//!   packet on r, `Δw_r = a/C` (a = 1); on a loss on r, `ssthresh_r = max(w_r − C/b, 1·MSS)`
-//!   (b = 2: half of the *total* window is removed, from the lossy path). It moves all traffic
-//!   to the least congested paths and flaps between equally good ones.
+//! * **Fully coupled** — the COUPLED algorithm of Wischik, Raiciu, Greenhalgh, Handley,
+//!   "Design, implementation and evaluation of congestion control for multipath TCP", NSDI
+//!   2011, §2 (ε = 0 of their ε-family), as htsim `mtcp.cpp` `FULLY_COUPLED` implements it:
+//!   the paths share one AIMD over the total window C. Per acknowledged packet on r,
+//!   `Δw_r = a/C` (a = 1); on a loss on r, `ssthresh_r = max(w_r − C/b, 1·MSS)` (b = 2: half
+//!   of the *total* window is removed, from the lossy path). It moves all traffic to the least
+//!   congested paths and flaps between equally good ones. Not to be confused with the
+//!   Kelly–Voice "Coupled" algorithm (`kelly_voice.rs`), whose increase is quadratic rather
+//!   than linear in the path's share.
 //! * **EWTCP**, equally weighted TCP (Honda et al. 2009; Wischik et al., NSDI 2011 §2.1):
 //!   every path runs Reno with the increase scaled by a weight, `Δw_r = a/w_r` per packet with
 //!   `a = 1/n²` for n usable paths, so that n paths through one bottleneck together take what
@@ -18,12 +22,16 @@
 //! increase is a fraction `a ≤ 1` of Reno's on the same path.
 
 use crate::cc::multipath::config::{check_range, ConfigError, Counting, WindowConfig};
-use crate::cc::multipath::subflow::{ensure_slot, is_coupled, usable_paths, Subflow};
+use crate::cc::multipath::subflow::{
+    end_recovery_at, ensure_slot, enter_recovery_at, is_coupled, slot_mut, subflow_metrics,
+    timeout_at, usable_paths, window_of, Subflow,
+};
 use crate::cc::multipath::{MultipathController, Paths};
 use crate::cc::{Ack, CongestionEvent, Metrics, PathId, Rto};
 use crate::units::{Bytes, Instant};
 
-/// The fully coupled increase per acknowledged packet, `a/C` (in packets when C is).
+/// The fully coupled increase per acknowledged packet, `a/C` (in packets when C is; Wischik
+/// et al., NSDI 2011 §2, a = 1).
 pub fn fully_coupled_increase(a: f64, total: f64) -> f64 {
     if total > 0.0 {
         a / total
@@ -33,7 +41,8 @@ pub fn fully_coupled_increase(a: f64, total: f64) -> f64 {
 }
 
 /// The fully coupled threshold after a loss on a path with window `own` when the paths'
-/// windows total `total`: `max(own − total/b, floor)` (htsim `FULLY_COUPLED`).
+/// windows total `total`: `max(own − total/b, floor)` (Wischik et al., NSDI 2011 §2,
+/// `w_r ← max(w_r − w_total/2, 1)`; htsim `FULLY_COUPLED`, `max(mss, c − C/B)`).
 pub fn fully_coupled_ssthresh(own: f64, total: f64, b: f64, floor: f64) -> f64 {
     (own - total / b).max(floor)
 }
@@ -128,17 +137,6 @@ fn total_window(slots: &[Option<Subflow>], paths: &Paths<'_>) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
-fn window_of(slots: &[Option<Subflow>], p: PathId) -> Bytes {
-    slots
-        .get(p.0 as usize)
-        .and_then(Option::as_ref)
-        .map_or(Bytes::ZERO, |sf| Bytes(sf.cwnd))
-}
-
-fn slot_mut(slots: &mut [Option<Subflow>], p: PathId) -> Option<&mut Subflow> {
-    slots.get_mut(p.0 as usize).and_then(Option::as_mut)
-}
-
 impl FullyCoupled {
     /// The configuration this controller was built from.
     pub fn config(&self) -> &FullyCoupledConfig {
@@ -203,6 +201,7 @@ impl MultipathController for FullyCoupled {
             sf.reno_increase(bytes);
             return;
         }
+        // Wischik et al., NSDI 2011 §2 (COUPLED): Δw_r = 1/w_total per ACK;
         // htsim FULLY_COUPLED: increase = a·acked·mss/C.
         let counted = sf.counted_bytes(bytes, per_event) as f64;
         let mss = sf.mss;
@@ -210,30 +209,21 @@ impl MultipathController for FullyCoupled {
     }
 
     fn on_congestion_event(&mut self, p: PathId, _ev: &CongestionEvent, paths: &Paths<'_>) {
-        let coupled = is_coupled(&self.paths, paths, p);
-        if let Some(ss) = self.loss_ssthresh(p, coupled, paths) {
-            if let Some(sf) = slot_mut(&mut self.paths, p) {
-                sf.enter_recovery(ss);
-            }
-        }
+        let ss = self.loss_ssthresh(p, is_coupled(&self.paths, paths, p), paths);
+        enter_recovery_at(&mut self.paths, p, ss);
     }
 
     fn on_recovery_end(&mut self, p: PathId, _now: Instant, _paths: &Paths<'_>) {
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.in_recovery = false;
-        }
+        end_recovery_at(&mut self.paths, p);
     }
 
     fn on_rto(&mut self, p: PathId, rto: &Rto, paths: &Paths<'_>) {
         let coupled = is_coupled(&self.paths, paths, p);
-        let ss = if rto.repeated {
-            None
-        } else {
-            self.loss_ssthresh(p, coupled, paths)
-        };
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.timeout(ss);
-        }
+        // RFC 5681 §3.1: a repeated timeout holds ssthresh.
+        let ss = (!rto.repeated)
+            .then(|| self.loss_ssthresh(p, coupled, paths))
+            .flatten();
+        timeout_at(&mut self.paths, p, ss);
     }
 
     fn window(&self, p: PathId) -> Bytes {
@@ -241,10 +231,7 @@ impl MultipathController for FullyCoupled {
     }
 
     fn metrics(&self, p: PathId) -> Metrics {
-        self.paths
-            .get(p.0 as usize)
-            .and_then(Option::as_ref)
-            .map_or_else(Metrics::default, Subflow::metrics)
+        subflow_metrics(&self.paths, p)
     }
 }
 
@@ -382,9 +369,7 @@ impl MultipathController for Ewtcp {
     }
 
     fn on_recovery_end(&mut self, p: PathId, _now: Instant, _paths: &Paths<'_>) {
-        if let Some(sf) = slot_mut(&mut self.paths, p) {
-            sf.in_recovery = false;
-        }
+        end_recovery_at(&mut self.paths, p);
     }
 
     fn on_rto(&mut self, p: PathId, rto: &Rto, _paths: &Paths<'_>) {

@@ -1,5 +1,5 @@
 //! LIA, the Linked Increases Algorithm (RFC 6356; Raiciu, Handley, Wischik 2011), in two
-//! arithmetics (`shared/reference/ALGORITHMS.md` §1):
+//! arithmetics (`reference/ALGORITHMS.md` §1):
 //!
 //! * `spec` — RFC 6356 §3: in congestion avoidance each ACK on path i adds
 //!   `min(α·bytes_acked·MSS_i/cwnd_total, bytes_acked·MSS_i/cwnd_i)` bytes, with
@@ -152,10 +152,11 @@ impl LiaConfig {
         self.counting = Some(c);
         self
     }
-    /// Keep only an approximate maximum of `w/rtt²`, as the kernel module of Raiciu et al.'s
-    /// Linux implementation paper does (`shared/seeds/002` §3): the cached maximum is replaced
-    /// when a larger value arrives, or when the path that set it reports a smaller one; other
-    /// paths' decreases go unseen until then. Spec arithmetic only.
+    /// Keep only an approximate maximum of `w/rtt²`, as the kernel module of Raiciu et al.'s Linux
+    /// implementation paper does (González Usach and Kühlewind, "Implementation and Evaluation of
+    /// Coupled Congestion Control for Multipath TCP", EUNICE 2012 §3): the cached maximum is
+    /// replaced when a larger value arrives, or when the path that set it reports a smaller one;
+    /// other paths' decreases go unseen until then. Spec arithmetic only.
     pub fn approximate_max(mut self, on: bool) -> Self {
         self.approximate_max = on;
         self

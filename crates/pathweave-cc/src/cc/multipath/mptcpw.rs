@@ -1,8 +1,9 @@
-//! Multipath TCP Westwood: MPTCPW (Le, Hong, Huh, "Coordinated TCP Westwood congestion
-//! control for multiple paths over wireless networks", ICOIN 2012) and wMPTCPW (Nuha,
-//! Hendrawan, Yulianto, EMS 2010), as restated in `shared/seeds/001_65b3543fb8c702d6.txt` §II.C
-//! (`shared/reference/ALGORITHMS.md` §8). Per path r, windows in packets, `x_i = w_i/RTT_i`,
-//! `B_r` the path's Westwood+ bandwidth estimate and `RTT_min,r` its smallest RTT:
+//! Multipath TCP Westwood: MPTCPW (Le, Hong, Huh, "Coordinated TCP Westwood congestion control for
+//! multiple paths over wireless networks", ICOIN 2012) and wMPTCPW (Nuha, Hendrawan, Yulianto, EMS
+//! 2010), as restated in Le, "Improving the Performance of Multipath Congestion Control over
+//! Wireless Networks", 2013 §II.C (`reference/ALGORITHMS.md` §8). Per path r, windows in packets,
+//! `x_i = w_i/RTT_i`, `B_r` the path's Westwood+ bandwidth estimate and `RTT_min,r` its smallest
+//! RTT:
 //!
 //! * **MPTCPW** increase per ACK: `w_r += min(δ_r/w_r, 1/w_r)` with
 //!   `δ_r = w_r^γ·max_s{w_s^(2−γ)/RTT_s²}/(Σ_i x_i)²` ([`delta`], [`mptcpw_increase_per_ack`]);

@@ -1,6 +1,6 @@
 //! MPVeno, multipath TCP Veno (T.-A. Le, "Improving the performance of multipath congestion
-//! control over wireless networks", `shared/seeds/001_65b3543fb8c702d6.txt` §III.B,
-//! Algorithm 2; `shared/reference/ALGORITHMS.md` §7). Per path r, with windows in packets:
+//! control over wireless networks", Le, 2013 §III.B,
+//! Algorithm 2; `reference/ALGORITHMS.md` §7). Per path r, with windows in packets:
 //!
 //! * backlog `N_r = (w_r/baseRTT_r − w_r/RTT_r)·baseRTT_r` ([`backlog`]), with `baseRTT_r` the
 //!   smallest RTT sample ever and `RTT_r` the smallest of the last round, as Veno

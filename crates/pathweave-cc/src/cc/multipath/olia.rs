@@ -1,6 +1,6 @@
 //! OLIA, the Opportunistic Linked-Increases Algorithm (Khalili, Gast, Popovic, Le Boudec,
 //! "MPTCP is not Pareto-optimal", CoNEXT 2012 / ToN 2013; draft-khalili-mptcp-congestion-
-//! control-05), in two arithmetics (`shared/reference/ALGORITHMS.md` §2):
+//! control-05), in two arithmetics (`reference/ALGORITHMS.md` §2):
 //!
 //! * `spec` — per acknowledged packet on path r in congestion avoidance,
 //!   `Δw_r = (w_r/rtt_r²)/(Σ_p w_p/rtt_p)² + ε_r/w_r`, where ε moves increase from the
@@ -20,7 +20,7 @@
 //! congestion avoidance (when it is in M and B\M is not empty) but never below one segment.
 
 use crate::cc::multipath::config::{
-    check_arithmetic, Algorithm, Arithmetic, ConfigError, Counting, WindowConfig,
+    modal_config, Algorithm, Arithmetic, ConfigError, Counting, WindowConfig,
 };
 use crate::cc::multipath::subflow::{ensure_slot, is_coupled, rtt_secs, srtt_us, usable, Subflow};
 use crate::cc::multipath::{MultipathController, Paths};
@@ -252,39 +252,9 @@ pub struct OliaConfig {
     counting: Option<Counting>,
 }
 
+modal_config!(OliaConfig, Algorithm::Olia);
+
 impl OliaConfig {
-    /// Spec arithmetic, counting per packet, the default slow start.
-    pub fn new() -> Self {
-        OliaConfig::default()
-    }
-    /// The shared slow start and initial window.
-    pub fn window(mut self, w: WindowConfig) -> Self {
-        self.window = w;
-        self
-    }
-    /// Spec or Linux arithmetic.
-    pub fn arithmetic(mut self, a: Arithmetic) -> Self {
-        self.arithmetic = a;
-        self
-    }
-    /// Per-packet or per-ACK-event counting; unset, it follows the arithmetic.
-    pub fn counting(mut self, c: Counting) -> Self {
-        self.counting = Some(c);
-        self
-    }
-    /// The counting in force.
-    pub fn counting_mode(&self) -> Counting {
-        self.counting.unwrap_or(self.arithmetic.default_counting())
-    }
-    /// The arithmetic in force.
-    pub fn arithmetic_mode(&self) -> Arithmetic {
-        self.arithmetic
-    }
-    /// Checks the window settings.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_arithmetic(Algorithm::Olia, self.arithmetic)?;
-        self.window.validate()
-    }
     /// A controller with no paths yet.
     pub fn build(&self) -> Result<Olia, ConfigError> {
         self.validate()?;

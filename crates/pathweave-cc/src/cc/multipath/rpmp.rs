@@ -1,7 +1,7 @@
 //! CMT/RP-MP v2 and the "MPTCP-like" LIA in bytes, from the SCTP concurrent-multipath
 //! reference code (Dreibholz, Becke, Adhari, Rathgeb, ConTEL 2011; FreeBSD/usrsctp
 //! `netinet/sctp_cc_functions.c`, modes `SCTP_CMT_RPV2` and `SCTP_CMT_MPTCP`), real-valued as
-//! `shared/reference/ALGORITHMS.md` §10 recommends (the C code's integer rate sums collapse to
+//! `reference/ALGORITHMS.md` §10 recommends (the C code's integer rate sums collapse to
 //! zero). Windows and increments are in bytes; the path MSS plays the SCTP MTU.
 //!
 //! **RP-MP v2**, with rate share `i_P = (c_P/srtt_P) / Σ_i (c_i/srtt_i)`:

@@ -368,6 +368,49 @@ pub(crate) fn view_of(paths: &Paths<'_>, p: PathId, mss: u64) -> PathView {
         .unwrap_or_else(|| PathView::new(p, Bytes(mss)))
 }
 
+/// Path `p`'s state among `slots`, if it exists.
+pub(crate) fn slot_mut(slots: &mut [Option<Subflow>], p: PathId) -> Option<&mut Subflow> {
+    slots.get_mut(p.0 as usize).and_then(Option::as_mut)
+}
+
+/// Loss recovery starts on path `p` at threshold `ssthresh` (nothing for an unknown path or
+/// no threshold).
+pub(crate) fn enter_recovery_at(slots: &mut [Option<Subflow>], p: PathId, ssthresh: Option<u64>) {
+    if let (Some(sf), Some(ss)) = (slot_mut(slots, p), ssthresh) {
+        sf.enter_recovery(ss);
+    }
+}
+
+/// Loss recovery on path `p` ended.
+pub(crate) fn end_recovery_at(slots: &mut [Option<Subflow>], p: PathId) {
+    if let Some(sf) = slot_mut(slots, p) {
+        sf.in_recovery = false;
+    }
+}
+
+/// Path `p`'s retransmission timer fired; `ssthresh` is the new threshold (`None` holds it).
+pub(crate) fn timeout_at(slots: &mut [Option<Subflow>], p: PathId, ssthresh: Option<u64>) {
+    if let Some(sf) = slot_mut(slots, p) {
+        sf.timeout(ssthresh);
+    }
+}
+
+/// Path `p`'s window, zero for an unknown path.
+pub(crate) fn window_of(slots: &[Option<Subflow>], p: PathId) -> Bytes {
+    slots
+        .get(p.0 as usize)
+        .and_then(Option::as_ref)
+        .map_or(Bytes::ZERO, |sf| Bytes(sf.cwnd))
+}
+
+/// Path `p`'s window and threshold for traces, empty for an unknown path.
+pub(crate) fn subflow_metrics(slots: &[Option<Subflow>], p: PathId) -> Metrics {
+    slots
+        .get(p.0 as usize)
+        .and_then(Option::as_ref)
+        .map_or_else(Metrics::default, Subflow::metrics)
+}
+
 /// Grows `slots` so that index `i` exists.
 pub(crate) fn ensure_slot<T>(slots: &mut Vec<Option<T>>, i: usize) {
     if slots.len() <= i {

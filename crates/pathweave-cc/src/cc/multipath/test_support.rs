@@ -1,6 +1,6 @@
-//! Test helpers: the reference test vectors (`shared/reference/vectors.json`, produced by
-//! `vectors.py`), path views at given RTTs, events, and the scripted operations the property
-//! tests replay against NewReno.
+//! Test helpers: the reference test vectors (`reference/vectors.json`, produced by
+//! `reference/vectors.py`), path views at given RTTs, events, and the scripted operations the
+//! property tests replay against NewReno.
 
 use std::sync::OnceLock;
 
@@ -12,12 +12,8 @@ use crate::cc::{
 };
 use crate::units::{Bytes, Duration, Instant};
 
-/// The vectors file, relative to this crate's manifest (the workspace's `shared/` sits beside
-/// the repository).
-const VECTORS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/reference/vectors.json"
-);
+/// The vectors file, relative to this crate's manifest: `reference/` at the repository root.
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference/vectors.json");
 
 /// The parsed vectors file.
 pub(crate) fn vectors() -> &'static Value {

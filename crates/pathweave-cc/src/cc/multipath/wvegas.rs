@@ -1,5 +1,5 @@
 //! wVegas, weighted Vegas (Cao, Xu, Fu, "Delay-based congestion control for multipath TCP",
-//! ICNP 2012; kernel `net/mptcp/mptcp_wvegas.c`, `shared/reference/ALGORITHMS.md` §4), a
+//! ICNP 2012; kernel `net/mptcp/mptcp_wvegas.c`, `reference/ALGORITHMS.md` §4), a
 //! delay-based multipath controller. Once per round trip (the first ACK beyond the data that
 //! was outstanding at the previous round's end), with `rtt` the mean of the round's samples and
 //! `base` the smallest sample ever:

@@ -311,9 +311,10 @@ proptest! {
     }
 }
 
-/// Raiciu et al.'s kernel module (seeds/002 §3) keeps an approximate maximum of w/rtt²: a
-/// larger value replaces it, as does any value from the path that set it; a smaller value from
-/// another path goes unseen.
+/// Raiciu et al.'s kernel module (González Usach and Kühlewind, "Implementation and Evaluation of
+/// Coupled Congestion Control for Multipath TCP", EUNICE 2012 §3) keeps an approximate maximum of
+/// w/rtt²: a larger value replaces it, as does any value from the path that set it; a smaller value
+/// from another path goes unseen.
 #[test]
 fn approximate_maximum_follows_its_owner_and_larger_values_only() {
     let mut c = LiaConfig::new().approximate_max(true).build().unwrap();

@@ -1,0 +1,515 @@
+//! The real-time driver of the simulator's link models.
+//!
+//! The links are `pathweave_sim::link::LinkDir`s, the very code the discrete-event simulator
+//! runs, with the same per-direction random streams; only the clock differs. The driver keeps
+//! the simulator's `Scheduler` of link arrivals, timeline changes and samples, and replaces
+//! "jump to the next event" with "sleep until the monotonic clock reaches it":
+//!
+//! 1. every event due by now is dispatched at its *planned* time, so the model's state is
+//!    exactly what the simulator would compute for the same arrivals; only the moment a packet
+//!    is written to its destination TUN device can be late, and that lateness is measured;
+//! 2. packets waiting on the TUN devices are read and offered to the first link of their route
+//!    at the current clock reading, which is never earlier than any event already dispatched;
+//! 3. the thread sleeps in `ppoll` until the next event or a readable device.
+//!
+//! Packets live in a pool of fixed-size buffers that grows in chunks and is reused, so the
+//! per-packet path allocates nothing once the pool has reached its working size.
+
+use crate::sys;
+use hdrhistogram::Histogram;
+use pathweave_cc::Instant;
+use pathweave_sim::event::{ComponentId, Kind, Scheduler, Timer};
+use pathweave_sim::link::{LinkDir, Offer};
+use pathweave_sim::packet::PacketId;
+use pathweave_sim::results::LinkSeries;
+use pathweave_sim::scenario::LinkChange;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Buffers added to the pool at a time.
+const CHUNK: usize = 1024;
+/// Packets read from one device before the others and the clock get a turn.
+const READ_BUDGET: usize = 64;
+/// After a packet or an event, keep polling without sleeping this long: replies and
+/// back-to-back packets then find the thread awake (waking an idle virtual CPU can take
+/// hundreds of microseconds).
+const SPIN_AFTER_ACTIVITY_NS: u64 = 100_000;
+/// Bounds of the early-wake margin before a deadline (see [`Pacer`]).
+const MIN_MARGIN_NS: u64 = 20_000;
+const MAX_MARGIN_NS: u64 = 400_000;
+/// Spinning is capped at this share of every window, so the real-time thread never runs into
+/// the kernel's RT throttling (which would stop it for tens of milliseconds).
+const SPIN_WINDOW_NS: u64 = 100_000_000;
+const SPIN_BUDGET_NS: u64 = 30_000_000;
+/// SCHED_FIFO priority of the link thread (1–99; above ordinary threads, below the kernel's
+/// own high-priority threads at 99).
+const REALTIME_PRIORITY: i32 = 50;
+/// Longest sleep, so a stop request is seen promptly.
+const MAX_SLEEP_NS: u64 = 50_000_000;
+
+/// When the link thread sleeps and when it polls without sleeping.
+///
+/// A sleep ends late by the timer's and the CPU's wake-up latency, so the thread sleeps until
+/// a margin before its next deadline and polls for the rest; the margin follows the measured
+/// overshoot of earlier sleeps (a moving average, doubled, within
+/// [`MIN_MARGIN_NS`, `MAX_MARGIN_NS`]). Polling without sleeping is capped per window.
+#[derive(Debug)]
+struct Pacer {
+    margin: u64,
+    spin_until: u64,
+    window_start: u64,
+    spun: u64,
+    last: u64,
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Pacer {
+            margin: 50_000,
+            spin_until: 0,
+            window_start: 0,
+            spun: 0,
+            last: 0,
+        }
+    }
+}
+
+impl Pacer {
+    fn activity(&mut self, now: u64) {
+        self.spin_until = now + SPIN_AFTER_ACTIVITY_NS;
+    }
+
+    /// `None` to poll without sleeping, or the sleep length and the time it aims at.
+    fn plan(&mut self, now: u64, next: u64) -> Option<(u64, u64)> {
+        if now >= self.window_start + SPIN_WINDOW_NS {
+            self.window_start = now;
+            self.spun = 0;
+        }
+        let to_next = next.saturating_sub(now);
+        let spinning = now < self.spin_until || to_next <= self.margin;
+        let elapsed = now.saturating_sub(self.last);
+        self.last = now;
+        if spinning && self.spun < SPIN_BUDGET_NS {
+            self.spun += elapsed.min(SPIN_AFTER_ACTIVITY_NS);
+            return None;
+        }
+        // Out of budget inside the margin: sleep to the deadline itself.
+        let target = if to_next > self.margin {
+            next - self.margin
+        } else {
+            next
+        };
+        match target.saturating_sub(now) {
+            0 => None,
+            wait => Some((wait.min(MAX_SLEEP_NS), target)),
+        }
+    }
+
+    /// A sleep aimed at `target` ended at `now` (no packet woke it).
+    fn woke(&mut self, target: u64, now: u64) {
+        self.last = now;
+        let over = now.saturating_sub(target);
+        let m = (self.margin * 7 + 2 * over + MIN_MARGIN_NS) / 8;
+        self.margin = m.clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+    }
+}
+
+/// A TUN device the driver reads from and writes to.
+pub(crate) struct Port {
+    /// The device.
+    pub fd: OwnedFd,
+    /// The route a packet read here takes.
+    pub route: u32,
+}
+
+/// One route: its link directions, the port its packets leave by, the flow it serves and
+/// whether it carries data (forward) or acknowledgements (reverse).
+pub(crate) struct Route {
+    pub hops: Vec<u32>,
+    pub out_port: u32,
+    pub flow: u32,
+    pub data: bool,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Meta {
+    route: u32,
+    hop: u16,
+    len: u16,
+}
+
+struct Pool {
+    slot: usize,
+    chunks: Vec<Box<[u8]>>,
+    meta: Vec<Meta>,
+    free: Vec<u32>,
+    limit: usize,
+    live: usize,
+    peak: usize,
+}
+
+impl Pool {
+    fn new(slot: usize, limit: usize) -> Pool {
+        Pool {
+            slot,
+            chunks: Vec::new(),
+            meta: Vec::new(),
+            free: Vec::new(),
+            limit,
+            live: 0,
+            peak: 0,
+        }
+    }
+
+    fn alloc(&mut self) -> Option<u32> {
+        if self.free.is_empty() {
+            let have = self.meta.len();
+            if have >= self.limit {
+                return None;
+            }
+            self.chunks
+                .push(vec![0u8; self.slot * CHUNK].into_boxed_slice());
+            self.meta.resize(have + CHUNK, Meta::default());
+            self.free.extend((have as u32..(have + CHUNK) as u32).rev());
+        }
+        let id = self.free.pop()?;
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+        Some(id)
+    }
+
+    fn free(&mut self, id: u32) {
+        self.live -= 1;
+        self.free.push(id);
+    }
+
+    fn buf(&mut self, id: u32) -> &mut [u8] {
+        let (c, i) = (id as usize / CHUNK, id as usize % CHUNK);
+        &mut self.chunks[c][i * self.slot..(i + 1) * self.slot]
+    }
+}
+
+/// What the driver counted.
+#[derive(Clone, Debug, Default)]
+pub struct DriverStats {
+    /// Packets read from TUN devices.
+    pub read: u64,
+    /// Packets written to their destination device.
+    pub written: u64,
+    /// Packets dropped by queues (congestion) and lost on the wire (random loss).
+    pub dropped_queue: u64,
+    /// Random losses.
+    pub lost_on_wire: u64,
+    /// Packets dropped because the emulator could not keep up: the pool was at its limit or a
+    /// destination device refused the write.
+    pub emulator_drops: u64,
+    /// Most packets held at once.
+    pub peak_packets: u64,
+    /// Events dispatched.
+    pub events: u64,
+    /// Data packets dropped per flow (queue or wire).
+    pub flow_drops: Vec<u64>,
+    /// Packets inside links when the run ended.
+    pub in_links: u64,
+    /// Whether the link thread ran at real-time priority.
+    pub realtime: bool,
+}
+
+/// The link emulator of one run.
+pub(crate) struct Driver {
+    pub links: Vec<LinkDir>,
+    sched: Scheduler,
+    routes: Vec<Route>,
+    ports: Vec<Port>,
+    pool: Pool,
+    timeline: Vec<(Instant, usize, LinkChange)>,
+    timeline_pos: usize,
+    timeline_timer: Timer,
+    sampler_timer: Timer,
+    sample_interval: u64,
+    sampled_links: Vec<u32>,
+    pub link_series: LinkSeries,
+    pub lateness: Histogram<u64>,
+    pub stats: DriverStats,
+    end: Instant,
+}
+
+impl Driver {
+    /// A driver for `links` and `routes` whose packets enter at `ports`; packets are at most
+    /// `slot` bytes and at most `pool_limit` are held at once.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        links: Vec<LinkDir>,
+        routes: Vec<Route>,
+        ports: Vec<Port>,
+        timeline: Vec<(Instant, usize, LinkChange)>,
+        sample_interval: u64,
+        sampled_links: Vec<u32>,
+        end: Instant,
+        slot: usize,
+        pool_limit: usize,
+        flows: usize,
+    ) -> Driver {
+        let mut sched = Scheduler::new();
+        let mut timeline_timer = Timer::default();
+        if let Some(&(t, _, _)) = timeline.first() {
+            timeline_timer.arm(t, ComponentId::new(Kind::Timeline, 0), &mut sched);
+        }
+        let mut sampler_timer = Timer::default();
+        sampler_timer.arm(
+            Instant(sample_interval),
+            ComponentId::new(Kind::Sampler, 0),
+            &mut sched,
+        );
+        Driver {
+            links,
+            sched,
+            routes,
+            ports,
+            pool: Pool::new(slot, pool_limit),
+            timeline,
+            timeline_pos: 0,
+            timeline_timer,
+            sampler_timer,
+            sample_interval,
+            sampled_links,
+            link_series: LinkSeries::default(),
+            // 1 ns to 100 s at three significant digits.
+            lateness: Histogram::new_with_bounds(1, 100_000_000_000, 3)
+                .unwrap_or_else(|_| unreachable!("fixed, valid histogram bounds")),
+            stats: DriverStats {
+                flow_drops: vec![0; flows],
+                ..DriverStats::default()
+            },
+            end,
+        }
+    }
+
+    /// Run in real time from `epoch` (a `CLOCK_MONOTONIC` reading) until the scenario's end or
+    /// until `stop` is set. Returns an error only for a device failure.
+    pub(crate) fn run(&mut self, epoch: u64, stop: &AtomicBool) -> std::io::Result<()> {
+        sys::set_timer_slack(1);
+        // Real-time priority keeps other work on the machine from delaying packets; the
+        // loop sleeps between events, and the kernel's RT throttling bounds it regardless.
+        self.stats.realtime = sys::set_realtime(REALTIME_PRIORITY);
+        let mut pollfds: Vec<libc::pollfd> = self
+            .ports
+            .iter()
+            .map(|p| libc::pollfd {
+                fd: p.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let mut scratch = vec![0u8; self.pool.slot];
+        let mut pacer = Pacer::default();
+        loop {
+            let now = Instant(sys::monotonic_ns().saturating_sub(epoch));
+            if self.dispatch_due(now, epoch)? {
+                pacer.activity(now.0);
+            }
+            if now >= self.end || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            // Read whatever is waiting, stamped with a fresh clock reading.
+            let mut any = false;
+            for (i, pfd) in pollfds.iter().enumerate() {
+                if pfd.revents & libc::POLLIN != 0 {
+                    any |= self.read_port(i, epoch, &mut scratch)?;
+                }
+                if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+                    return Err(std::io::Error::other(format!(
+                        "TUN device {i} reported an error"
+                    )));
+                }
+            }
+            for p in pollfds.iter_mut() {
+                p.revents = 0;
+            }
+            if any {
+                pacer.activity(sys::monotonic_ns().saturating_sub(epoch));
+            }
+            let now = sys::monotonic_ns().saturating_sub(epoch);
+            let next = self
+                .sched
+                .next_time()
+                .map_or(u64::MAX, |t| t.0)
+                .min(self.end.0);
+            match pacer.plan(now, next) {
+                None => {
+                    sys::poll(&mut pollfds, Some(0))?;
+                }
+                Some((timeout, target)) => {
+                    let ready = sys::poll(&mut pollfds, Some(timeout))?;
+                    if ready == 0 {
+                        pacer.woke(target, sys::monotonic_ns().saturating_sub(epoch));
+                    }
+                }
+            }
+        }
+        self.stats.events = self.sched.events_processed();
+        self.stats.peak_packets = self.pool.peak as u64;
+        self.stats.in_links = self.links.iter().map(|l| l.in_link() as u64).sum();
+        Ok(())
+    }
+
+    fn read_port(&mut self, i: usize, epoch: u64, scratch: &mut [u8]) -> std::io::Result<bool> {
+        let fd = self.ports[i].fd.as_raw_fd();
+        let route = self.ports[i].route;
+        let mut got = false;
+        for _ in 0..READ_BUDGET {
+            let Some(id) = self.pool.alloc() else {
+                // Out of buffers: drain the packet and count it against the emulator.
+                match sys::read_packet(fd, scratch)? {
+                    Some(_) => {
+                        self.stats.read += 1;
+                        self.stats.emulator_drops += 1;
+                        got = true;
+                        continue;
+                    }
+                    None => break,
+                }
+            };
+            let n = match sys::read_packet(fd, self.pool.buf(id))? {
+                Some(n) => n,
+                None => {
+                    self.pool.free(id);
+                    break;
+                }
+            };
+            got = true;
+            self.stats.read += 1;
+            let now = Instant(sys::monotonic_ns().saturating_sub(epoch));
+            self.pool.meta[id as usize] = Meta {
+                route,
+                hop: 0,
+                len: n as u16,
+            };
+            self.enter_hop(id, now);
+        }
+        Ok(got)
+    }
+
+    fn enter_hop(&mut self, id: u32, now: Instant) {
+        let m = self.pool.meta[id as usize];
+        let r = &self.routes[m.route as usize];
+        let link = r.hops[m.hop as usize] as usize;
+        if self.links[link].offer(PacketId(id), m.len as u32, now, &mut self.sched)
+            == Offer::Dropped
+        {
+            self.stats.dropped_queue += 1;
+            if r.data {
+                self.stats.flow_drops[r.flow as usize] += 1;
+            }
+            self.pool.free(id);
+        }
+    }
+
+    /// Dispatch every event due by `now`; true if there was one.
+    fn dispatch_due(&mut self, now: Instant, epoch: u64) -> std::io::Result<bool> {
+        let mut any = false;
+        while let Some((t, c)) = self.sched.pop_until(now) {
+            any = true;
+            let i = c.index();
+            match c.kind() {
+                Kind::Link => {
+                    if !self.links[i].fire(t) {
+                        continue;
+                    }
+                    while let Some(r) = self.links[i].pop_arrived(t) {
+                        match r {
+                            Ok(PacketId(id)) => self.hop_done(id, t, epoch)?,
+                            Err(PacketId(id)) => {
+                                self.stats.lost_on_wire += 1;
+                                let route = self.pool.meta[id as usize].route as usize;
+                                if self.routes[route].data {
+                                    self.stats.flow_drops[self.routes[route].flow as usize] += 1;
+                                }
+                                self.pool.free(id);
+                            }
+                        }
+                    }
+                    self.links[i].rearm(&mut self.sched);
+                }
+                Kind::Timeline => self.on_timeline(t),
+                Kind::Sampler => self.on_sample(t),
+                Kind::Sender | Kind::Receiver => {}
+            }
+        }
+        Ok(any)
+    }
+
+    fn hop_done(&mut self, id: u32, t: Instant, epoch: u64) -> std::io::Result<()> {
+        let m = &mut self.pool.meta[id as usize];
+        m.hop += 1;
+        let (route, hop, len) = (m.route as usize, m.hop as usize, m.len as usize);
+        if hop < self.routes[route].hops.len() {
+            self.enter_hop(id, t);
+            return Ok(());
+        }
+        let port = self.routes[route].out_port as usize;
+        let fd = self.ports[port].fd.as_raw_fd();
+        let released = sys::monotonic_ns().saturating_sub(epoch);
+        let ok = sys::write_packet(fd, &self.pool.buf(id)[..len])?;
+        self.pool.free(id);
+        if ok {
+            self.stats.written += 1;
+            // A histogram value of at least 1 ns: 0 is not representable.
+            let late = released.saturating_sub(t.0).max(1);
+            self.lateness.saturating_record(late);
+        } else {
+            self.stats.emulator_drops += 1;
+        }
+        Ok(())
+    }
+
+    fn on_timeline(&mut self, now: Instant) {
+        if !self.timeline_timer.fire(now) {
+            return;
+        }
+        while let Some(&(t, k, change)) = self.timeline.get(self.timeline_pos) {
+            if t > now {
+                self.timeline_timer
+                    .arm(t, ComponentId::new(Kind::Timeline, 0), &mut self.sched);
+                break;
+            }
+            self.timeline_pos += 1;
+            for d in [2 * k, 2 * k + 1] {
+                let l = &mut self.links[d];
+                match change {
+                    LinkChange::Rate(r) => l.set_rate(r, now, &mut self.sched),
+                    LinkChange::Delay(x) => l.set_delay(x, now, &mut self.sched),
+                    LinkChange::Down => l.set_up(false, now, &mut self.sched),
+                    LinkChange::Up => l.set_up(true, now, &mut self.sched),
+                }
+            }
+        }
+    }
+
+    fn on_sample(&mut self, now: Instant) {
+        if !self.sampler_timer.fire(now) {
+            return;
+        }
+        let t = now.as_secs_f64();
+        for &l in &self.sampled_links {
+            let link = &mut self.links[l as usize];
+            let (pkts, bytes) = link.queue_len(now);
+            let s = &mut self.link_series;
+            s.time_s.push(t);
+            s.link.push(l);
+            s.queue_packets.push(pkts);
+            s.queue_bytes.push(bytes.0);
+            s.red_average.push(link.red_average().unwrap_or(f64::NAN));
+            s.drops.push(link.stats.congestive_drops());
+            s.wire_losses.push(link.stats.drops_wire);
+        }
+        let next = now.0 + self.sample_interval;
+        if next <= self.end.0 {
+            self.sampler_timer.arm(
+                Instant(next),
+                ComponentId::new(Kind::Sampler, 0),
+                &mut self.sched,
+            );
+        }
+    }
+}

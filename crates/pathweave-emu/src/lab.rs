@@ -1,0 +1,168 @@
+//! The test bed's network namespaces: created with names that carry [`PREFIX`] and the run id,
+//! configured with iproute2, and deleted when the [`Lab`] is dropped — on success, on error and
+//! on unwinding. A run killed outright leaves its namespaces behind; [`cleanup_leftovers`]
+//! removes every namespace with the prefix. TUN devices need no cleanup: they are created
+//! inside the namespaces, without persistence, and vanish when the process's descriptors close.
+//! The run id starts with the process id, so the clean-up leaves running emulations alone.
+
+use crate::EmuError;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Every namespace the emulator makes starts with this.
+pub const PREFIX: &str = "pwemu-";
+
+/// Where iproute2 keeps named namespaces.
+const NETNS_DIR: &str = "/run/netns";
+
+/// Run `ip` with `args`, feeding `stdin` if given; an error carries its stderr.
+pub(crate) fn ip(args: &[&str], stdin: Option<&str>) -> Result<(), EmuError> {
+    let mut cmd = Command::new("ip");
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| {
+        EmuError::Environment(format!(
+            "cannot run `ip` (iproute2): {e}; install iproute2 (Debian: apt-get install iproute2)"
+        ))
+    })?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())
+            .map_err(|e| EmuError::Setup(format!("ip {}: {e}", args.join(" "))))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| EmuError::Setup(format!("ip {}: {e}", args.join(" "))))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(EmuError::Setup(format!(
+            "ip {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// The namespaces of one run.
+pub struct Lab {
+    run_id: String,
+    namespaces: Vec<String>,
+}
+
+impl Lab {
+    /// A lab for run `run_id` (short, `[0-9a-z]`).
+    pub fn new(run_id: &str) -> Lab {
+        Lab {
+            run_id: run_id.to_string(),
+            namespaces: Vec::new(),
+        }
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Create namespace `PREFIX<run id>-<suffix>` and return its name.
+    pub fn add(&mut self, suffix: &str) -> Result<String, EmuError> {
+        let name = format!("{PREFIX}{}-{suffix}", self.run_id);
+        ip(&["netns", "add", &name], None)?;
+        self.namespaces.push(name.clone());
+        Ok(name)
+    }
+
+    /// Apply iproute2 commands (one per line, without the leading `ip`) inside `ns`.
+    pub fn batch(&self, ns: &str, commands: &[String]) -> Result<(), EmuError> {
+        if commands.is_empty() {
+            return Ok(());
+        }
+        let mut text = commands.join("\n");
+        text.push('\n');
+        ip(&["-n", ns, "-batch", "-"], Some(&text))
+    }
+
+    /// The namespaces made so far.
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in self.namespaces.drain(..).rev() {
+            // Nothing useful can be done with a failure here; a later `--cleanup` retries.
+            let _ = ip(&["netns", "delete", &ns], None);
+        }
+    }
+}
+
+/// The path of a namespace's handle, for `setns`.
+pub fn netns_path(ns: &str) -> String {
+    format!("{NETNS_DIR}/{ns}")
+}
+
+/// The process that made namespace `name` (`PREFIX<pid>-<nonce>-…`, pid in hex).
+pub fn owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    u32::from_str_radix(rest.split('-').next()?, 16).ok()
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Namespaces of emulations, running or left behind, optionally only those of process `pid`.
+pub fn leftovers(pid: Option<u32>) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = dir
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(PREFIX))
+        .filter(|n| pid.is_none() || owner(n) == pid)
+        .collect();
+    names.sort();
+    names
+}
+
+/// Delete every namespace whose emulation is gone (its process no longer exists; a running
+/// emulation's namespaces are kept), TUN devices with them; returns the names deleted.
+pub fn cleanup_leftovers() -> Result<Vec<String>, EmuError> {
+    let names: Vec<String> = leftovers(None)
+        .into_iter()
+        .filter(|n| owner(n).is_none_or(|p| !alive(p)))
+        .collect();
+    let mut failed = Vec::new();
+    for n in &names {
+        if let Err(e) = ip(&["netns", "delete", n], None) {
+            failed.push(format!("{n}: {e}"));
+        }
+    }
+    if failed.is_empty() {
+        Ok(names)
+    } else {
+        Err(EmuError::Setup(format!(
+            "could not delete: {}",
+            failed.join("; ")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_is_read_from_the_name() {
+        assert_eq!(owner("pwemu-1a2b-00-3s"), Some(0x1a2b));
+        assert_eq!(owner("pwemu-zz-00-3s"), None);
+        assert_eq!(owner("other-1a2b-00-3s"), None);
+    }
+}

@@ -1,0 +1,426 @@
+//! pathweave-emu: run a pathweave scenario over real Linux TCP, MPTCP and UDP, with every link
+//! emulated in real time by the simulator's own link, queue and loss code.
+//!
+//! Each flow gets two network namespaces (sender and receiver), named
+//! `pwemu-<run id>-<flow>s` / `…r`; each of its paths gets one TUN device at either end. The
+//! emulator process holds every TUN descriptor and carries each packet through exactly the
+//! link directions of its route ([`driver`]): data forward, acknowledgements over the reverse
+//! directions, as in the simulator. Addresses come from the benchmarking range 198.18.0.0/15:
+//! senders' path addresses from 198.18.0.0/16, receivers from 198.19.0.0/16. Nothing is routed
+//! out of the namespaces and the root namespace gets no address, route or device.
+//!
+//! [`emulate`] checks the scenario and the machine ([`check_scenario`], [`check_environment`]),
+//! builds the test bed, runs it in real time, samples the kernel's own congestion state
+//! (`TCP_INFO`, `MPTCP_TCPINFO`, `MPTCP_SUBFLOW_ADDRS`) and returns the same [`Results`] as a
+//! simulation, plus a [`Report`] on the emulator's own timing. The namespaces are removed on
+//! every way out; [`cleanup_leftovers`] removes what a killed run left.
+
+mod apps;
+mod driver;
+pub mod lab;
+pub mod pattern;
+mod run;
+mod sample;
+mod sys;
+
+pub use driver::DriverStats;
+pub use lab::{cleanup_leftovers, leftovers, PREFIX};
+pub use run::emulate;
+
+use pathweave_sim::scenario::{FlowKind, Scenario};
+
+/// Why an emulation did not run or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// The scenario cannot be emulated (too large, an algorithm the kernel lacks, …).
+    #[error("{0}")]
+    Refused(String),
+    /// The machine lacks something the emulator needs (root, `/dev/net/tun`, MPTCP).
+    #[error("{0}")]
+    Environment(String),
+    /// Building the test bed failed.
+    #[error("setting up the test bed: {0}")]
+    Setup(String),
+    /// The run failed part-way (an endpoint or a device failed).
+    #[error("{0}")]
+    Failed(String),
+    /// Stopped on request (Ctrl-C, SIGTERM) before the end.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl EmuError {
+    /// The process exit code for this error: 2 for a refusal (bad input or a machine that
+    /// cannot emulate), 1 for a failure, 130 for an interruption.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            EmuError::Refused(_) | EmuError::Environment(_) => 2,
+            EmuError::Interrupted => 130,
+            _ => 1,
+        }
+    }
+}
+
+/// Flows one emulator holds at most (two application threads each).
+pub const MAX_FLOWS: usize = 64;
+/// Subflows of one MPTCP connection at most (the kernel's `MPTCP_PM_ADDR_MAX`).
+pub const MAX_SUBFLOWS: usize = 8;
+/// Offered load one emulator core carries in real time at most: the sum over flows of the
+/// slowest link rate on each flow's path.
+pub const MAX_LOAD_BPS: u64 = 1_000_000_000;
+/// Largest packet (TUN MTU) the emulator carries.
+pub const MAX_MTU: u32 = 9000;
+
+/// How to run an emulation.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Overrides the scenario's seed (the links' random streams).
+    pub seed: Option<u64>,
+    /// The load limit (default [`MAX_LOAD_BPS`]).
+    pub max_load_bps: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            seed: None,
+            max_load_bps: MAX_LOAD_BPS,
+        }
+    }
+}
+
+/// The kernel congestion control that runs a scenario algorithm, if pathweave has one:
+/// `reno` for single-path Reno and uncoupled multipath; the coupled algorithms map to the
+/// `pw_*` struct_ops controllers of pathweave-kernel.
+pub fn kernel_algorithm(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "reno" | "newreno" | "uncoupled" => "reno",
+        "lia" => "pw_lia",
+        "olia" => "pw_olia",
+        "balia" => "pw_balia",
+        "fully-coupled" => "pw_coupled",
+        "bmc" => "pw_bmc",
+        "kelly-voice" => "pw_kv",
+        _ => return None,
+    })
+}
+
+/// The congestion controls the running kernel offers.
+pub fn available_algorithms() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_else(|_| vec!["reno".to_string()])
+}
+
+/// Whether flow `f` runs as an MPTCP connection: a multipath algorithm or several paths.
+pub(crate) fn is_multipath(f: &pathweave_sim::scenario::FlowSpec) -> bool {
+    match &f.kind {
+        FlowKind::Tcp { control, .. } => {
+            f.subflows.len() > 1 || !matches!(control.name.as_str(), "reno" | "veno" | "westwood")
+        }
+        FlowKind::Cbr { .. } => false,
+    }
+}
+
+/// The slowest link rate on each flow's path, summed over flows (bit/s).
+pub fn offered_load_bps(s: &Scenario) -> u64 {
+    s.flows
+        .iter()
+        .map(|f| {
+            let path_rate = f
+                .subflows
+                .iter()
+                .map(|sf| {
+                    sf.path
+                        .iter()
+                        .map(|h| {
+                            let l = &s.links[h.link];
+                            let d = if h.reverse { &l.reverse } else { &l.forward };
+                            d.rate.bps()
+                        })
+                        .min()
+                        .unwrap_or(0)
+                })
+                .sum::<u64>();
+            match &f.kind {
+                FlowKind::Cbr { rate, .. } => rate.bps().min(path_rate),
+                FlowKind::Tcp { .. } => path_rate,
+            }
+        })
+        .sum()
+}
+
+/// Check that `s` can be emulated, before touching the machine: its size against the limits,
+/// every algorithm against the kernel's, packet sizes against the TUN MTU range.
+pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
+    let src = &s.source;
+    if s.flows.len() > MAX_FLOWS {
+        return Err(EmuError::Refused(format!(
+            "{src}: {} flows; the emulator holds at most {MAX_FLOWS} flows in real time",
+            s.flows.len()
+        )));
+    }
+    let load = offered_load_bps(s);
+    if load > opts.max_load_bps {
+        return Err(EmuError::Refused(format!(
+            "{src}: the flows' paths carry up to {:.1} Mbit/s in total; one emulator core \
+             carries at most {:.1} Mbit/s in real time (total link rate limit)",
+            load as f64 / 1e6,
+            opts.max_load_bps as f64 / 1e6
+        )));
+    }
+    let available = available_algorithms();
+    for f in &s.flows {
+        let name = &f.name;
+        match &f.kind {
+            FlowKind::Tcp { control, cfg, .. } => {
+                let algo = control.name.as_str();
+                let kernel = kernel_algorithm(algo);
+                if !kernel.is_some_and(|k| available.iter().any(|a| a == k)) {
+                    let mut mapped: Vec<&str> = ["reno", "uncoupled", "lia", "olia", "balia"]
+                        .into_iter()
+                        .chain(["fully-coupled", "bmc", "kelly-voice"])
+                        .filter(|a| {
+                            kernel_algorithm(a).is_some_and(|k| available.iter().any(|x| x == k))
+                        })
+                        .collect();
+                    mapped.dedup();
+                    let why = match kernel {
+                        Some(k) => format!(
+                            "its kernel controller {k:?} is not loaded (`pathweave kernel load`)"
+                        ),
+                        None => "it has no kernel implementation".to_string(),
+                    };
+                    return Err(EmuError::Refused(format!(
+                        "{src}: flow {name}: algorithm {algo:?} cannot be emulated: {why}; \
+                         this kernel runs: {} (kernel congestion controls: {})",
+                        mapped.join(", "),
+                        available.join(", ")
+                    )));
+                }
+                if is_multipath(f) && f.subflows.len() > MAX_SUBFLOWS {
+                    return Err(EmuError::Refused(format!(
+                        "{src}: flow {name}: {} subflows; an MPTCP connection has at most \
+                         {MAX_SUBFLOWS}",
+                        f.subflows.len()
+                    )));
+                }
+                if f.subflows[0].stop.is_some() || f.subflows[0].start.is_some_and(|t| t > f.start)
+                {
+                    return Err(EmuError::Refused(format!(
+                        "{src}: flow {name}: the first subflow joins or leaves on its own; an \
+                         MPTCP connection's initial subflow lives as long as the connection"
+                    )));
+                }
+                let mtu = cfg.mss + cfg.header;
+                if !(576..=MAX_MTU).contains(&mtu) {
+                    return Err(EmuError::Refused(format!(
+                        "{src}: flow {name}: mss + header = {mtu} B; emulated packets must be \
+                         576 to {MAX_MTU} B"
+                    )));
+                }
+            }
+            FlowKind::Cbr { size, .. } => {
+                if !(apps::UDP_OVERHEAD + 1..=MAX_MTU).contains(size) {
+                    return Err(EmuError::Refused(format!(
+                        "{src}: flow {name}: datagrams of {size} B; emulated datagrams are {} \
+                         to {MAX_MTU} B on the wire",
+                        apps::UDP_OVERHEAD + 1
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Check that this machine can emulate: root (CAP_NET_ADMIN), `/dev/net/tun`, iproute2 and,
+/// when `mptcp`, MPTCP enabled.
+pub fn check_environment(mptcp: bool) -> Result<(), EmuError> {
+    if sys::euid() != 0 || !sys::has_cap_net_admin() {
+        return Err(EmuError::Environment(
+            "emulation needs root: creating network namespaces and TUN devices takes \
+             CAP_NET_ADMIN (and CAP_SYS_ADMIN for namespaces); run it as root"
+                .to_string(),
+        ));
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err(EmuError::Environment(
+            "/dev/net/tun is missing: the kernel's TUN driver (CONFIG_TUN, module `tun`) is \
+             needed; try `modprobe tun`"
+                .to_string(),
+        ));
+    }
+    if mptcp {
+        let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled")
+            .map(|s| s.trim() == "1")
+            .unwrap_or(false);
+        if !enabled {
+            return Err(EmuError::Environment(
+                "MPTCP is disabled: the scenario has multipath flows and net.mptcp.enabled is \
+                 not 1 (sysctl -w net.mptcp.enabled=1; the kernel needs CONFIG_MPTCP)"
+                    .to_string(),
+            ));
+        }
+    }
+    if std::process::Command::new("ip")
+        .arg("-V")
+        .output()
+        .map_or(true, |o| !o.status.success())
+    {
+        return Err(EmuError::Environment(
+            "`ip` (iproute2) is not installed; Debian: apt-get install iproute2".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// The real-time clock of one run: nanoseconds since its epoch on `CLOCK_MONOTONIC`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock {
+    epoch: u64,
+}
+
+impl Clock {
+    pub(crate) fn start() -> Clock {
+        Clock {
+            epoch: sys::monotonic_ns(),
+        }
+    }
+    pub(crate) fn now_ns(&self) -> u64 {
+        sys::monotonic_ns().saturating_sub(self.epoch)
+    }
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+}
+
+/// Percentiles of the emulator's lateness (release time minus planned time), in nanoseconds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Lateness {
+    /// Packets measured.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+}
+
+/// What a sized transfer's two ends saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransferCheck {
+    /// Flow index.
+    pub flow: usize,
+    /// Bytes the sender wrote.
+    pub sent_bytes: u64,
+    /// Bytes the receiver read.
+    pub received_bytes: u64,
+    /// FNV-1a 64 of the bytes written.
+    pub sent_hash: u64,
+    /// FNV-1a 64 of the bytes read.
+    pub received_hash: u64,
+    /// Received bytes that differ from the sent stream.
+    pub mismatched_bytes: u64,
+    /// Whether the receiver saw the end of the stream.
+    pub complete: bool,
+}
+
+/// The emulator's account of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// The run id in the namespaces' names.
+    pub run_id: String,
+    /// The namespaces the run made (all removed by now).
+    pub namespaces: Vec<String>,
+    /// Kernel congestion control per flow ("" for CBR flows).
+    pub kernel_algorithms: Vec<String>,
+    /// Release lateness of every packet written to its destination.
+    pub lateness: Lateness,
+    /// The p99 lateness a reliable run stays within: a tenth of the smallest link delay.
+    pub lateness_limit_ns: u64,
+    /// Packets the emulator dropped because it fell behind (no buffer, a device refused).
+    pub emulator_drops: u64,
+    /// Packets the TUN devices dropped before the emulator read them.
+    pub device_drops: u64,
+    /// Whether the link thread ran at real-time (SCHED_FIFO) priority.
+    pub realtime: bool,
+    /// Whether the timing and drop figures make the run trustworthy.
+    pub reliable: bool,
+    /// Why not, if not.
+    pub unreliable_because: Vec<String>,
+    /// Sized transfers, checked byte for byte.
+    pub transfers: Vec<TransferCheck>,
+    /// Wall-clock length of the run (s).
+    pub wall_s: f64,
+}
+
+/// An emulated run: the same tables as a simulation, and the emulator's own account.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Results in the simulator's schema.
+    pub results: pathweave_sim::Results,
+    /// Timing, drops and transfer checks.
+    pub report: Report,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(body: &str) -> Scenario {
+        let text = format!(
+            "duration = \"5s\"\n[[link]]\nname = \"a\"\nrate = \"10Mbps\"\ndelay = \"10ms\"\n\
+             [[link]]\nname = \"b\"\nrate = \"30Mbps\"\ndelay = \"10ms\"\n{body}"
+        );
+        Scenario::parse(&text, "t.toml", "t").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn offered_load_sums_each_paths_slowest_link() {
+        // Flow 1: min(10, 30) = 10 on its one path; flow 2: 10 + 30 over two paths;
+        // the CBR flow offers 5 of its path's 30.
+        let s = scenario(
+            "[[flow]]\nname = \"x\"\nalgorithm = \"reno\"\npath = [\"a\", \"b\"]\n\
+             [[flow]]\nname = \"mp\"\nalgorithm = \"uncoupled\"\n\
+             subflows = [ { path = [\"a\"] }, { path = [\"b\"] } ]\n\
+             [[flow]]\nname = \"u\"\npath = [\"b\"]\n\
+             traffic = { type = \"cbr\", rate = \"5Mbps\", size = \"1000B\" }\n",
+        );
+        assert_eq!(offered_load_bps(&s), 10_000_000 + 40_000_000 + 5_000_000);
+    }
+
+    #[test]
+    fn limits_and_unknown_algorithms_are_refused_by_name() {
+        let s = scenario("[[flow]]\nname = \"x\"\nalgorithm = \"reno\"\npath = [\"b\"]\n");
+        let tight = Options {
+            max_load_bps: 20_000_000,
+            ..Options::default()
+        };
+        let e = check_scenario(&s, &tight).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("30.0 Mbit/s in total"), "{e}");
+        let v = scenario("[[flow]]\nname = \"v\"\nalgorithm = \"veno\"\npath = [\"a\"]\n");
+        let e = check_scenario(&v, &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("\"veno\" cannot be emulated"), "{e}");
+        assert!(
+            e.to_string().contains("this kernel runs: reno, uncoupled"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_kernel_runs_reno_for_reno_and_uncoupled() {
+        assert_eq!(kernel_algorithm("reno"), Some("reno"));
+        assert_eq!(kernel_algorithm("uncoupled"), Some("reno"));
+        assert_eq!(kernel_algorithm("lia"), Some("pw_lia"));
+        assert_eq!(kernel_algorithm("veno"), None);
+    }
+}

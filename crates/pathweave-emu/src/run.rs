@@ -1,0 +1,819 @@
+//! One emulated run: build the test bed, start the link driver and the applications, sample
+//! in real time until the scenario's end, then tear everything down and report.
+
+use crate::apps::{self, AppKind, AppSpec, FlowState};
+use crate::driver::{Driver, Port, Route};
+use crate::lab::{self, Lab};
+use crate::sample::Probe;
+use crate::{
+    check_environment, check_scenario, is_multipath, kernel_algorithm, sys, Clock, EmuError,
+    Lateness, Options, Report, TransferCheck,
+};
+use pathweave_cc::{Bytes, Instant};
+use pathweave_sim::event::{ComponentId, Kind};
+use pathweave_sim::link::LinkDir;
+use pathweave_sim::results::*;
+use pathweave_sim::rng::{Purpose, Stream};
+use pathweave_sim::scenario::{FlowKind, LinkChange, Scenario};
+use pathweave_sim::tcp::{Recovery, Traffic};
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// How often the orchestrator wakes to check on the run between samples.
+const TICK_NS: u64 = 20_000_000;
+/// Packets the emulator buffers at most (in pool slots).
+const POOL_LIMIT: usize = 1 << 18;
+
+/// A sender address (path `p`, counted over all flows' subflows) in 198.18.0.0/16.
+fn client_addr(p: usize) -> [u8; 4] {
+    let n = p as u32 + 1;
+    [198, 18, (n >> 8) as u8, n as u8]
+}
+
+/// Flow `i`'s receiver address in 198.19.0.0/16.
+fn server_addr(i: usize) -> [u8; 4] {
+    let n = i as u32 + 1;
+    [198, 19, (n >> 8) as u8, n as u8]
+}
+
+fn dotted(a: [u8; 4]) -> String {
+    format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
+}
+
+/// `<pid>-<nonce>` in hex: the owning process is in every name, so a clean-up can tell a
+/// killed run's namespaces from a running one's.
+fn run_id() -> String {
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = RUNS.fetch_add(1, Ordering::Relaxed);
+    format!("{:x}-{:02x}", std::process::id(), n & 0xff)
+}
+
+/// What one flow's test bed is made of.
+struct FlowBed {
+    sender_ns: String,
+    receiver_ns: String,
+    /// TUN device names, one per subflow (the same name at both ends).
+    devices: Vec<String>,
+    client: Vec<[u8; 4]>,
+    server: [u8; 4],
+    mptcp: bool,
+    congestion: String,
+}
+
+/// Inside namespace `ns`, on a thread of its own: write `sysctls`, open TUN `devices` and, for a
+/// receiver, create the listening socket. Returns the TUN descriptors and the listener.
+fn prepare_namespace(
+    ns: &str,
+    sysctls: &[(&str, String)],
+    devices: &[String],
+    listener: Option<&AppSpec>,
+) -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
+    let ns = ns.to_string();
+    let sysctls: Vec<(String, String)> = sysctls
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let devices = devices.to_vec();
+    let listener = listener.cloned();
+    std::thread::spawn(
+        move || -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
+            sys::enter_netns(&lab::netns_path(&ns))
+                .map_err(|e| EmuError::Setup(format!("entering namespace {ns}: {e}")))?;
+            for (key, value) in &sysctls {
+                let path = format!("/proc/sys/{}", key.replace('.', "/"));
+                std::fs::write(&path, value)
+                    .map_err(|e| EmuError::Setup(format!("{ns}: sysctl {key}={value}: {e}")))?;
+            }
+            let mut fds = Vec::with_capacity(devices.len());
+            for d in &devices {
+                fds.push(
+                    sys::open_tun(d)
+                        .map_err(|e| EmuError::Setup(format!("{ns}: TUN device {d}: {e}")))?,
+                );
+            }
+            let l = match listener {
+                Some(spec) => {
+                    Some(apps::listen(&spec).map_err(|e| EmuError::Setup(format!("{ns}: {e}")))?)
+                }
+                None => None,
+            };
+            Ok((fds, l))
+        },
+    )
+    .join()
+    .map_err(|_| EmuError::Setup("a setup thread panicked".to_string()))?
+}
+
+/// Sets the run's stop flag when dropped, so no thread outlives an error or a panic.
+struct HaltOnDrop(Arc<AtomicBool>);
+
+impl Drop for HaltOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// An MPTCP path-manager change at a time: add (join) or delete (leave) subflow `k`'s endpoint.
+struct EndpointChange {
+    at: u64,
+    flow: usize,
+    k: usize,
+    join: bool,
+}
+
+fn endpoint_command(bed: &FlowBed, k: usize, join: bool) -> String {
+    if join {
+        format!(
+            "mptcp endpoint add {} dev {} id {} subflow",
+            dotted(bed.client[k]),
+            bed.devices[k],
+            k + 1
+        )
+    } else {
+        format!("mptcp endpoint delete id {}", k + 1)
+    }
+}
+
+/// Run `scenario` over real kernel stacks, in real time. `stop` ends the run early (the caller
+/// sets it on Ctrl-C or SIGTERM); the namespaces are removed on every way out.
+pub fn emulate(
+    scenario: &Scenario,
+    opts: &Options,
+    stop: &AtomicBool,
+) -> Result<crate::Outcome, EmuError> {
+    check_scenario(scenario, opts)?;
+    check_environment(scenario.flows.iter().any(is_multipath))?;
+    let seed = opts.seed.unwrap_or(scenario.seed);
+    let id = run_id();
+    let mut lab = Lab::new(&id);
+    let wall_start = sys::monotonic_ns();
+
+    // Namespaces, addresses and devices.
+    let mut beds = Vec::with_capacity(scenario.flows.len());
+    let mut p = 0usize;
+    for (i, f) in scenario.flows.iter().enumerate() {
+        let sender_ns = lab.add(&format!("{i}s"))?;
+        let receiver_ns = lab.add(&format!("{i}r"))?;
+        let n = f.subflows.len();
+        let devices: Vec<String> = (0..n).map(|k| format!("pw-{id}-{k}")).collect();
+        let client: Vec<[u8; 4]> = (0..n).map(|k| client_addr(p + k)).collect();
+        p += n;
+        let (mptcp, congestion) = match &f.kind {
+            FlowKind::Tcp { control, .. } => (
+                is_multipath(f),
+                kernel_algorithm(&control.name)
+                    .unwrap_or("reno")
+                    .to_string(),
+            ),
+            FlowKind::Cbr { .. } => (false, String::new()),
+        };
+        beds.push(FlowBed {
+            sender_ns,
+            receiver_ns,
+            devices,
+            client,
+            server: server_addr(i),
+            mptcp,
+            congestion,
+        });
+    }
+
+    let end_ns = scenario.duration.0;
+    let mut app_specs = Vec::new();
+    for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
+        let kind = match &f.kind {
+            FlowKind::Tcp { traffic, .. } => AppKind::Tcp {
+                mptcp: bed.mptcp,
+                congestion: bed.congestion.clone(),
+                traffic: *traffic,
+            },
+            FlowKind::Cbr { rate, size } => AppKind::Cbr {
+                interval_ns: rate
+                    .transmission_time(Bytes(*size as u64))
+                    .map_or(1_000_000_000, |d| d.0.max(1)),
+                size: *size,
+            },
+        };
+        app_specs.push(AppSpec {
+            index: i,
+            name: f.name.clone(),
+            sender_ns: bed.sender_ns.clone(),
+            receiver_ns: bed.receiver_ns.clone(),
+            server: bed.server,
+            client: bed.client[0],
+            kind,
+            start_ns: f.start.0,
+            stop_ns: f.stop.map(|s| s.0),
+            seed: seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        });
+    }
+
+    // Configure each namespace: sysctls, devices and listeners first, then addresses,
+    // routes and MPTCP endpoints.
+    let mut sender_fds = Vec::with_capacity(beds.len());
+    let mut receiver_fds = Vec::with_capacity(beds.len());
+    let mut listeners = Vec::with_capacity(beds.len());
+    let mut endpoint_changes = Vec::new();
+    for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
+        let (mtu, iw, min_rto, quickack, sack) = match &f.kind {
+            FlowKind::Tcp { cfg, .. } => (
+                cfg.mss + cfg.header,
+                Some(cfg.initial_window),
+                Some(cfg.min_rto),
+                cfg.delayed_ack.is_none(),
+                cfg.recovery == Recovery::Sack,
+            ),
+            FlowKind::Cbr { size, .. } => (*size, None, None, false, true),
+        };
+        let common = [
+            ("net.ipv4.tcp_sack", (sack as u8).to_string()),
+            // 20-byte TCP headers, as the scenario's header size assumes.
+            ("net.ipv4.tcp_timestamps", "0".to_string()),
+            ("net.ipv4.tcp_ecn", "0".to_string()),
+            // Classic loss recovery, as the simulator models it: no RACK, no tail loss probe,
+            // no F-RTO (Linux's PRR and limited transmit cannot be switched off).
+            ("net.ipv4.tcp_recovery", "0".to_string()),
+            ("net.ipv4.tcp_early_retrans", "0".to_string()),
+            ("net.ipv4.tcp_frto", "0".to_string()),
+            ("net.ipv4.tcp_no_metrics_save", "1".to_string()),
+            ("net.ipv4.conf.all.rp_filter", "0".to_string()),
+            ("net.ipv4.conf.default.rp_filter", "0".to_string()),
+        ];
+        let mut snd_sysctls = common.to_vec();
+        if !bed.congestion.is_empty() {
+            snd_sysctls.push(("net.ipv4.tcp_congestion_control", bed.congestion.clone()));
+        }
+        let (sfds, _) = prepare_namespace(&bed.sender_ns, &snd_sysctls, &bed.devices, None)?;
+        let (rfds, listener) =
+            prepare_namespace(&bed.receiver_ns, &common, &bed.devices, Some(&app_specs[i]))?;
+        sender_fds.push(sfds);
+        receiver_fds.push(rfds);
+        listeners.push(listener);
+
+        let server = dotted(bed.server);
+        let mut route_opts = String::new();
+        if let Some(iw) = iw {
+            route_opts += &format!(" initcwnd {iw}");
+        }
+        if let Some(rto) = min_rto {
+            route_opts += &format!(" rto_min {}ms", (rto.0 / 1_000_000).max(1));
+        }
+        let mut snd = vec!["link set lo up".to_string()];
+        let mut rcv = vec![
+            "link set lo up".to_string(),
+            format!("addr add {server}/32 dev lo"),
+        ];
+        for (k, dev) in bed.devices.iter().enumerate() {
+            let c = dotted(bed.client[k]);
+            for cmds in [&mut snd, &mut rcv] {
+                cmds.push(format!("link set {dev} mtu {mtu} up"));
+            }
+            snd.push(format!("addr add {c}/32 dev {dev}"));
+            if k == 0 {
+                snd.push(format!(
+                    "route add {server}/32 dev {dev} src {c}{route_opts}"
+                ));
+            } else {
+                snd.push(format!("rule add from {c}/32 table {}", 100 + k));
+                snd.push(format!(
+                    "route add {server}/32 dev {dev} src {c}{route_opts} table {}",
+                    100 + k
+                ));
+            }
+            rcv.push(format!(
+                "route add {c}/32 dev {dev} src {server}{}",
+                if quickack { " quickack 1" } else { "" }
+            ));
+        }
+        if bed.mptcp {
+            let n = bed.devices.len();
+            let limits = format!("mptcp limits set subflows {} add_addr_accepted 0", n - 1);
+            snd.push(limits.clone());
+            rcv.push(limits);
+            for (k, sf) in f.subflows.iter().enumerate().skip(1) {
+                match sf.start {
+                    Some(t) if t > f.start => endpoint_changes.push(EndpointChange {
+                        at: t.0,
+                        flow: i,
+                        k,
+                        join: true,
+                    }),
+                    _ => snd.push(endpoint_command(bed, k, true)),
+                }
+                if let Some(t) = sf.stop {
+                    endpoint_changes.push(EndpointChange {
+                        at: t.0,
+                        flow: i,
+                        k,
+                        join: false,
+                    });
+                }
+            }
+        }
+        lab.batch(&bed.sender_ns, &snd)?;
+        lab.batch(&bed.receiver_ns, &rcv)?;
+    }
+    endpoint_changes.sort_by_key(|c| c.at);
+
+    // The links, exactly as the simulator builds them, and the routes through them.
+    let mut links = Vec::with_capacity(2 * scenario.links.len());
+    for (k, l) in scenario.links.iter().enumerate() {
+        for (d, spec) in [&l.forward, &l.reverse].into_iter().enumerate() {
+            let i = 2 * k + d;
+            links.push(LinkDir::new(
+                spec,
+                ComponentId::new(Kind::Link, i),
+                Stream::new(seed, Purpose::Link, i),
+            ));
+        }
+    }
+    let mut routes = Vec::new();
+    let mut ports = Vec::new();
+    let mut sampled = std::collections::BTreeSet::new();
+    for (i, (f, (sfds, rfds))) in scenario
+        .flows
+        .iter()
+        .zip(sender_fds.into_iter().zip(receiver_fds))
+        .enumerate()
+    {
+        for ((sf, sfd), rfd) in f.subflows.iter().zip(sfds).zip(rfds) {
+            let fwd: Vec<u32> = sf
+                .path
+                .iter()
+                .map(|h| (2 * h.link + h.reverse as usize) as u32)
+                .collect();
+            let rev: Vec<u32> = sf
+                .path
+                .iter()
+                .rev()
+                .map(|h| (2 * h.link + !h.reverse as usize) as u32)
+                .collect();
+            sampled.extend(fwd.iter().copied());
+            let (sp, rp) = (ports.len() as u32, ports.len() as u32 + 1);
+            let (fr, rr) = (routes.len() as u32, routes.len() as u32 + 1);
+            ports.push(Port { fd: sfd, route: fr });
+            ports.push(Port { fd: rfd, route: rr });
+            routes.push(Route {
+                hops: fwd,
+                out_port: rp,
+                flow: i as u32,
+                data: true,
+            });
+            routes.push(Route {
+                hops: rev,
+                out_port: sp,
+                flow: i as u32,
+                data: false,
+            });
+        }
+    }
+    let mut timeline: Vec<(Instant, usize, LinkChange)> = scenario
+        .links
+        .iter()
+        .enumerate()
+        .flat_map(|(k, l)| l.events.iter().map(move |e| (e.at, k, e.change)))
+        .collect();
+    timeline.sort_by_key(|e| e.0);
+    let max_mtu = scenario
+        .flows
+        .iter()
+        .map(|f| match &f.kind {
+            FlowKind::Tcp { cfg, .. } => cfg.mss + cfg.header,
+            FlowKind::Cbr { size, .. } => *size,
+        })
+        .max()
+        .unwrap_or(1500);
+    let slot = (max_mtu as usize + 64).next_multiple_of(64);
+    let interval = scenario.sample_interval.0;
+    let mut driver = Driver::new(
+        links,
+        routes,
+        ports,
+        timeline,
+        interval,
+        sampled.into_iter().collect(),
+        Instant(end_ns),
+        slot,
+        POOL_LIMIT,
+        scenario.flows.len(),
+    );
+
+    // Go.
+    let states: Vec<Arc<FlowState>> = (0..scenario.flows.len())
+        .map(|_| Arc::new(FlowState::new()))
+        .collect();
+    let halt = Arc::new(AtomicBool::new(false));
+    // Whatever happens from here on, the threads are told to stop.
+    let _halt_guard = HaltOnDrop(halt.clone());
+    let clock = Clock::start();
+    let driver_halt = halt.clone();
+    let epoch = clock.epoch();
+    let driver_thread: JoinHandle<(Driver, std::io::Result<()>)> = std::thread::Builder::new()
+        .name("pw-emu-links".to_string())
+        .spawn(move || {
+            let r = driver.run(epoch, &driver_halt);
+            (driver, r)
+        })
+        .map_err(|e| EmuError::Setup(format!("starting the link thread: {e}")))?;
+    let mut threads = Vec::new();
+    for ((spec, state), listener) in app_specs.iter().zip(&states).zip(listeners) {
+        if let Some(l) = listener {
+            let (spec2, st, h) = (spec.clone(), state.clone(), halt.clone());
+            threads.push(std::thread::spawn(move || {
+                apps::receive(spec2, l, st, clock, h)
+            }));
+        }
+        let (spec2, st, h) = (spec.clone(), state.clone(), halt.clone());
+        threads.push(std::thread::spawn(move || apps::send(spec2, st, clock, h)));
+    }
+
+    let mut probes: Vec<Probe> = scenario
+        .flows
+        .iter()
+        .zip(&beds)
+        .zip(&states)
+        .map(|((f, bed), st)| {
+            Probe::new(
+                st.clone(),
+                matches!(f.kind, FlowKind::Tcp { .. }),
+                bed.mptcp,
+                bed.client.clone(),
+            )
+        })
+        .collect();
+    let mut flow_series = FlowSeries::default();
+    let mut subflow_series = SubflowSeries::default();
+    let mut scratch = Vec::new();
+    let mut next_sample = interval;
+    let mut next_change = 0usize;
+    let mut outcome: Result<(), EmuError> = Ok(());
+    loop {
+        let now = clock.now_ns();
+        if stop.load(Ordering::Relaxed) {
+            outcome = Err(EmuError::Interrupted);
+            break;
+        }
+        if let Some(e) = states
+            .iter()
+            .find_map(|s| s.error.lock().ok().and_then(|e| e.clone()))
+        {
+            outcome = Err(EmuError::Failed(e));
+            break;
+        }
+        if driver_thread.is_finished() && now < end_ns {
+            outcome = Err(EmuError::Failed(
+                "the link emulator stopped early".to_string(),
+            ));
+            break;
+        }
+        while next_sample <= end_ns && now >= next_sample {
+            let t = next_sample as f64 / 1e9;
+            for (i, probe) in probes.iter_mut().enumerate() {
+                probe.sample(
+                    i as u32,
+                    t,
+                    interval as f64 / 1e9,
+                    &mut flow_series,
+                    &mut subflow_series,
+                    &mut scratch,
+                );
+            }
+            next_sample += interval;
+        }
+        while let Some(c) = endpoint_changes.get(next_change).filter(|c| c.at <= now) {
+            let bed = &beds[c.flow];
+            if let Err(e) = lab.batch(&bed.sender_ns, &[endpoint_command(bed, c.k, c.join)]) {
+                outcome = Err(e);
+                break;
+            }
+            next_change += 1;
+        }
+        if outcome.is_err() || now >= end_ns {
+            break;
+        }
+        let wake = next_sample
+            .min(end_ns)
+            .min(endpoint_changes.get(next_change).map_or(u64::MAX, |c| c.at));
+        std::thread::sleep(std::time::Duration::from_nanos(
+            wake.saturating_sub(now).clamp(1, TICK_NS),
+        ));
+    }
+    for probe in probes.iter_mut() {
+        probe.read_netstat();
+    }
+    let device_drops = beds
+        .iter()
+        .flat_map(|b| [&b.sender_ns, &b.receiver_ns])
+        .map(|ns| device_tx_drops(ns))
+        .sum();
+    halt.store(true, Ordering::Relaxed);
+    for t in threads {
+        let _ = t.join();
+    }
+    let (driver, driver_result) = driver_thread
+        .join()
+        .map_err(|_| EmuError::Failed("the link emulator thread panicked".to_string()))?;
+    outcome?;
+    driver_result.map_err(|e| EmuError::Failed(format!("link emulator: {e}")))?;
+    let wall_s = (sys::monotonic_ns() - wall_start) as f64 / 1e9;
+    let namespaces = lab.namespaces().to_vec();
+    drop(lab);
+
+    let results = assemble(
+        scenario,
+        seed,
+        &driver,
+        &probes,
+        &states,
+        flow_series,
+        subflow_series,
+    );
+    let report = report(
+        scenario,
+        &id,
+        namespaces,
+        &beds,
+        &driver,
+        &states,
+        device_drops,
+        wall_s,
+    );
+    Ok(crate::Outcome { results, report })
+}
+
+/// Packets the TUN devices of `ns` dropped on transmit (kernel to emulator): the fourth
+/// figure after "TX:" in `ip -s -o link` (bytes, packets, errors, dropped).
+fn device_tx_drops(ns: &str) -> u64 {
+    let Ok(out) = std::process::Command::new("ip")
+        .args(["-n", ns, "-s", "-o", "link", "show"])
+        .output()
+    else {
+        return 0;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter(|l| l.contains(": pw-"))
+        .filter_map(|l| {
+            let tx = l.split("TX:").nth(1)?;
+            tx.split(|c: char| c.is_whitespace() || c == '\\')
+                .filter_map(|t| t.parse::<u64>().ok())
+                .nth(3)
+        })
+        .sum()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    scenario: &Scenario,
+    id: &str,
+    namespaces: Vec<String>,
+    beds: &[FlowBed],
+    driver: &Driver,
+    states: &[Arc<FlowState>],
+    device_drops: u64,
+    wall_s: f64,
+) -> Report {
+    let h = &driver.lateness;
+    let lateness = Lateness {
+        count: h.len(),
+        mean_ns: if h.is_empty() { 0.0 } else { h.mean() },
+        p50_ns: h.value_at_quantile(0.5),
+        p90_ns: h.value_at_quantile(0.9),
+        p99_ns: h.value_at_quantile(0.99),
+        p999_ns: h.value_at_quantile(0.999),
+        max_ns: h.max(),
+    };
+    let min_delay = scenario
+        .links
+        .iter()
+        .flat_map(|l| [l.forward.delay.0, l.reverse.delay.0])
+        .filter(|&d| d > 0)
+        .min()
+        .unwrap_or(1_000_000);
+    let limit = min_delay / 10;
+    let mut why = Vec::new();
+    if lateness.p99_ns > limit {
+        why.push(format!(
+            "p99 lateness {:.3} ms exceeds a tenth of the smallest link delay ({:.3} ms)",
+            lateness.p99_ns as f64 / 1e6,
+            limit as f64 / 1e6
+        ));
+    }
+    if driver.stats.emulator_drops > 0 {
+        why.push(format!(
+            "the emulator dropped {} packets because it fell behind",
+            driver.stats.emulator_drops
+        ));
+    }
+    if device_drops > 0 {
+        why.push(format!(
+            "the TUN devices dropped {device_drops} packets before the emulator read them"
+        ));
+    }
+    let transfers = scenario
+        .flows
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            matches!(
+                f.kind,
+                FlowKind::Tcp {
+                    traffic: Traffic::Transfer(_),
+                    ..
+                }
+            )
+        })
+        .map(|(i, _)| {
+            let s = &states[i];
+            TransferCheck {
+                flow: i,
+                sent_bytes: s.sent.load(Ordering::Relaxed),
+                received_bytes: s.delivered.load(Ordering::Relaxed),
+                sent_hash: s.sent_hash.load(Ordering::Relaxed),
+                received_hash: s.received_hash.load(Ordering::Relaxed),
+                mismatched_bytes: s.mismatches.load(Ordering::Relaxed),
+                complete: s.eof.load(Ordering::Relaxed),
+            }
+        })
+        .collect();
+    Report {
+        run_id: id.to_string(),
+        namespaces,
+        kernel_algorithms: beds.iter().map(|b| b.congestion.clone()).collect(),
+        lateness,
+        lateness_limit_ns: limit,
+        emulator_drops: driver.stats.emulator_drops,
+        device_drops,
+        realtime: driver.stats.realtime,
+        reliable: why.is_empty(),
+        unreliable_because: why,
+        transfers,
+        wall_s,
+    }
+}
+
+fn ratio(events: u64, packets: u64) -> f64 {
+    if packets > 0 {
+        events as f64 / packets as f64
+    } else {
+        0.0
+    }
+}
+
+fn mean(sum: f64, n: u64) -> f64 {
+    if n > 0 {
+        sum / n as f64
+    } else {
+        f64::NAN
+    }
+}
+
+/// The results tables, in the simulator's schema.
+fn assemble(
+    scenario: &Scenario,
+    seed: u64,
+    driver: &Driver,
+    probes: &[Probe],
+    states: &[Arc<FlowState>],
+    flow_series: FlowSeries,
+    subflow_series: SubflowSeries,
+) -> Results {
+    let end = scenario.duration.as_secs_f64();
+    let mut ft = FlowTable::default();
+    let mut st = SubflowTable::default();
+    for (i, spec) in scenario.flows.iter().enumerate() {
+        let (probe, state) = (&probes[i], &states[i]);
+        let start = spec.start.as_secs_f64();
+        let completed = state.completed_ns.load(Ordering::Relaxed);
+        let completion = (completed != u64::MAX).then(|| completed as f64 / 1e9);
+        let stop = spec.stop.map_or(end, |s| s.as_secs_f64().min(end));
+        let window = (completion.unwrap_or(stop) - start).max(1e-9);
+        let delivered = state.delivered.load(Ordering::Relaxed);
+        let algorithm = match &spec.kind {
+            FlowKind::Tcp { control, .. } => control.name.clone(),
+            FlowKind::Cbr { .. } => "cbr".to_string(),
+        };
+        let (mut retx, mut timeouts, mut rto_episodes, mut sent) = (0u64, 0u64, 0u64, 0u64);
+        let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
+        if probe.tcp {
+            for (k, sf) in spec.subflows.iter().enumerate() {
+                let acc = &probe.subs[k];
+                let info = acc.last;
+                retx += info.total_retrans as u64;
+                timeouts += info.total_rto as u64;
+                rto_episodes += info.total_rto_recoveries as u64;
+                sent += info.data_segs_out as u64;
+                srtt_sum += acc.srtt_sum;
+                srtt_n += acc.srtt_n;
+                let path: Vec<String> = sf
+                    .path
+                    .iter()
+                    .map(|h| {
+                        let name = &scenario.links[h.link].name;
+                        if h.reverse {
+                            format!("~{name}")
+                        } else {
+                            name.clone()
+                        }
+                    })
+                    .collect();
+                st.flow.push(i as u32);
+                st.subflow.push(k as u32);
+                st.path.push(path.join(">"));
+                st.acked_bytes.push(info.bytes_acked);
+                st.throughput_bps
+                    .push(info.bytes_acked as f64 * 8.0 / window);
+                st.packets_sent.push(info.data_segs_out as u64);
+                st.retransmits.push(info.total_retrans as u64);
+                st.timeouts.push(info.total_rto as u64);
+                let losses = acc.reductions.max(info.total_rto_recoveries as u64);
+                st.loss_events.push(losses);
+                st.loss_event_rate
+                    .push(ratio(losses, info.data_segs_out as u64));
+                st.mean_cwnd_bytes.push(mean(acc.cwnd_sum, acc.samples));
+                st.mean_srtt_s.push(mean(acc.srtt_sum, acc.srtt_n));
+            }
+        } else {
+            sent = state.datagrams_sent.load(Ordering::Relaxed);
+        }
+        let n = probe.netstat;
+        let losses = if probe.tcp {
+            n.reno_recovery + n.sack_recovery + rto_episodes
+        } else {
+            0
+        };
+        ft.name.push(spec.name.clone());
+        ft.group.push(spec.group.clone());
+        ft.algorithm.push(algorithm);
+        ft.start_s.push(start);
+        ft.end_s.push(completion.unwrap_or(stop));
+        ft.delivered_bytes.push(delivered);
+        ft.goodput_bps.push(delivered as f64 * 8.0 / window);
+        ft.throughput_bps.push(delivered as f64 * 8.0 / window);
+        ft.packets_sent.push(sent);
+        ft.retransmits.push(retx);
+        ft.timeouts.push(timeouts.max(n.timeouts));
+        ft.loss_events.push(losses);
+        ft.loss_event_rate.push(ratio(losses, sent));
+        ft.drops.push(driver.stats.flow_drops[i]);
+        ft.mean_cwnd_bytes.push(mean(probe.cwnd_sum, probe.cwnd_n));
+        ft.mean_srtt_s.push(mean(srtt_sum, srtt_n));
+        ft.completion_s
+            .push(completion.map_or(f64::NAN, |c| c - start));
+    }
+    let mut lt = LinkTable::default();
+    for (i, l) in driver.links.iter().enumerate() {
+        let spec = &scenario.links[i / 2];
+        lt.name.push(spec.name.clone());
+        lt.direction
+            .push(if i % 2 == 0 { "forward" } else { "reverse" }.to_string());
+        lt.rate_bps.push(l.rate().bps() as f64);
+        lt.arrivals.push(l.stats.arrivals);
+        lt.delivered_packets.push(l.stats.delivered);
+        lt.delivered_bytes.push(l.stats.delivered_bytes);
+        lt.utilization
+            .push(l.stats.delivered_bytes as f64 * 8.0 / (l.rate().bps() as f64 * end.max(1e-9)));
+        lt.drops_overflow.push(l.stats.drops_overflow);
+        lt.drops_early.push(l.stats.drops_early);
+        lt.drops_forced.push(l.stats.drops_forced);
+        lt.drops_wire.push(l.stats.drops_wire);
+    }
+    let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (g, x) in ft.group.iter().zip(&ft.goodput_bps) {
+        groups.entry(g.as_str()).or_default().push(*x);
+    }
+    let fairness = groups
+        .into_iter()
+        .map(|(g, xs)| GroupFairness {
+            group: g.to_string(),
+            flows: xs.len(),
+            total_goodput_bps: xs.iter().sum(),
+            jain: jain_index(&xs),
+        })
+        .collect();
+    let d = &driver.stats;
+    Results {
+        scenario: scenario.name.clone(),
+        seed,
+        flows: ft,
+        subflows: st,
+        links: lt,
+        flow_series,
+        subflow_series,
+        link_series: driver.link_series.clone(),
+        fairness,
+        stats: RunStats {
+            simulated_s: end,
+            events: d.events,
+            packets_created: d.read,
+            packets_delivered: d.written,
+            packets_dropped: d.dropped_queue,
+            packets_lost_on_wire: d.lost_on_wire,
+            packets_in_flight: d.in_links,
+            peak_packets: d.peak_packets,
+        },
+    }
+}

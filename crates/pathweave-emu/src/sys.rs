@@ -1,0 +1,420 @@
+//! The system calls the emulator needs, each behind a safe function: TUN devices, network
+//! namespaces, the monotonic clock, `ppoll`, MPTCP sockets and the TCP/MPTCP information
+//! socket options. This is the only module with `unsafe`; every block states why it holds.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// `IPPROTO_MPTCP` (include/uapi/linux/in.h).
+pub(crate) const IPPROTO_MPTCP: libc::c_int = 262;
+/// `SOL_MPTCP` (include/linux/socket.h).
+const SOL_MPTCP: libc::c_int = 284;
+/// `MPTCP_TCPINFO` and `MPTCP_SUBFLOW_ADDRS` (include/uapi/linux/mptcp.h).
+const MPTCP_TCPINFO: libc::c_int = 2;
+const MPTCP_SUBFLOW_ADDRS: libc::c_int = 3;
+/// `_IOW('T', 202, int)`: TUNSETIFF (include/uapi/linux/if_tun.h).
+const TUNSETIFF: libc::c_ulong =
+    (1 << 30) | ((4 as libc::c_ulong) << 16) | ((b'T' as libc::c_ulong) << 8) | 202;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Nanoseconds on `CLOCK_MONOTONIC`.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Let this thread's timed sleeps end within `ns` of their deadline (default slack: 50 µs).
+pub(crate) fn set_timer_slack(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long by value and touches no memory.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
+/// The effective user id.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether the effective capability set holds CAP_NET_ADMIN (bit 12).
+pub(crate) fn has_cap_net_admin() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 12) != 0)
+}
+
+/// Move the calling thread into the network namespace at `path` (e.g. `/run/netns/NAME`).
+pub(crate) fn enter_netns(path: &str) -> io::Result<()> {
+    let f = File::open(path)?;
+    // SAFETY: `f` is an open namespace file; setns only reads the descriptor.
+    check(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) })?;
+    Ok(())
+}
+
+/// Open a TUN device named `name` (no packet-information header) in the calling thread's
+/// network namespace; the descriptor is non-blocking.
+pub(crate) fn open_tun(name: &str) -> io::Result<OwnedFd> {
+    let path = CString::new("/dev/net/tun").map_err(io::Error::other)?;
+    // SAFETY: `path` is a valid NUL-terminated string.
+    let fd = check(unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    // struct ifreq: 16 bytes of name, then a union whose first member is `short ifr_flags`.
+    let mut ifr = [0u8; 40];
+    let bytes = name.as_bytes();
+    if bytes.len() >= 16 || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad interface name {name:?}"),
+        ));
+    }
+    ifr[..bytes.len()].copy_from_slice(bytes);
+    ifr[16..18].copy_from_slice(&(IFF_TUN | IFF_NO_PI).to_ne_bytes());
+    // SAFETY: TUNSETIFF reads and writes a struct ifreq (40 bytes on 64-bit Linux), which
+    // `ifr` provides.
+    check(unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETIFF as _, ifr.as_mut_ptr()) })?;
+    Ok(owned)
+}
+
+/// Read one packet into `buf`; `Ok(None)` when none is waiting.
+pub(crate) fn read_packet(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::WouldBlock {
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    Ok(Some(n as usize))
+}
+
+/// Write one packet; `Ok(false)` if the device could not take it now.
+pub(crate) fn write_packet(fd: RawFd, buf: &[u8]) -> io::Result<bool> {
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::ENOBUFS)) {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(true)
+}
+
+/// Wait until one of `fds` is readable or `timeout_ns` passes (`None`: no timeout).
+/// The ready flags are left in `fds[i].revents`.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ns: Option<u64>) -> io::Result<usize> {
+    let ts = timeout_ns.map(|t| libc::timespec {
+        tv_sec: (t / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t % 1_000_000_000) as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfds; `tsp` is null or points to a
+    // timespec that outlives the call; a null signal mask leaves the mask unchanged.
+    let n = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// A new IPv4 stream socket: MPTCP when `mptcp`, plain TCP otherwise.
+pub(crate) fn stream_socket(mptcp: bool) -> io::Result<OwnedFd> {
+    let proto = if mptcp {
+        IPPROTO_MPTCP
+    } else {
+        libc::IPPROTO_TCP
+    };
+    // SAFETY: socket has no memory arguments.
+    let fd = check(unsafe {
+        libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, proto)
+    })?;
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn setsockopt_bytes(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &[u8],
+) -> io::Result<()> {
+    // SAFETY: `value` is valid for reads of its length.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            value.as_ptr().cast(),
+            value.len() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// Set an integer socket option.
+pub(crate) fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    setsockopt_bytes(fd, level, name, &value.to_ne_bytes())
+}
+
+/// Choose the socket's congestion control (`TCP_CONGESTION`).
+pub(crate) fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
+    setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_bytes())
+}
+
+fn getsockopt_into(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: `buf` is valid for writes of `len` bytes and `len` is a valid socklen_t.
+    check(unsafe { libc::getsockopt(fd, level, name, buf.as_mut_ptr().cast(), &mut len) })?;
+    Ok(len as usize)
+}
+
+/// Size of `struct tcp_info` as of Linux 6.7 (`tcpi_total_rto_time` is its last field).
+pub(crate) const TCP_INFO_LEN: usize = 248;
+
+/// `TCP_INFO` of a TCP socket (or of an MPTCP socket's first subflow); the buffer may come
+/// back shorter on older kernels.
+pub(crate) fn tcp_info(fd: RawFd, buf: &mut [u8; TCP_INFO_LEN]) -> io::Result<usize> {
+    getsockopt_into(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf)
+}
+
+/// The header of `MPTCP_TCPINFO` and `MPTCP_SUBFLOW_ADDRS` (`struct mptcp_subflow_data`).
+const SUBFLOW_DATA_LEN: usize = 16;
+
+/// One `struct mptcp_subflow_addrs`: two `sockaddr_storage` unions.
+const SUBFLOW_ADDRS_LEN: usize = 256;
+
+fn subflow_array(
+    fd: RawFd,
+    name: libc::c_int,
+    elem: usize,
+    max: usize,
+    buf: &mut Vec<u8>,
+) -> io::Result<(usize, usize)> {
+    buf.clear();
+    buf.resize(SUBFLOW_DATA_LEN + elem * max, 0);
+    buf[0..4].copy_from_slice(&(SUBFLOW_DATA_LEN as u32).to_ne_bytes());
+    buf[12..16].copy_from_slice(&(elem as u32).to_ne_bytes());
+    getsockopt_into(fd, SOL_MPTCP, name, buf)?;
+    let n = u32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
+    let user = u32::from_ne_bytes([buf[12], buf[13], buf[14], buf[15]]) as usize;
+    Ok((n.min(max), user))
+}
+
+/// Per-subflow `tcp_info` records of an MPTCP socket (`MPTCP_TCPINFO`), each `TCP_INFO_LEN`
+/// bytes (zero-padded where the kernel's is shorter), with their local IPv4 addresses from
+/// `MPTCP_SUBFLOW_ADDRS`, in the same order.
+pub(crate) fn mptcp_subflows(
+    fd: RawFd,
+    max: usize,
+    scratch: &mut Vec<u8>,
+) -> io::Result<Vec<([u8; 4], [u8; TCP_INFO_LEN])>> {
+    let (n, user) = subflow_array(fd, MPTCP_TCPINFO, TCP_INFO_LEN, max, scratch)?;
+    let mut infos = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut rec = [0u8; TCP_INFO_LEN];
+        let at = SUBFLOW_DATA_LEN + i * user.clamp(1, TCP_INFO_LEN);
+        let len = user.min(TCP_INFO_LEN);
+        if at + len <= scratch.len() {
+            rec[..len].copy_from_slice(&scratch[at..at + len]);
+        }
+        infos.push(rec);
+    }
+    let (m, user) = subflow_array(fd, MPTCP_SUBFLOW_ADDRS, SUBFLOW_ADDRS_LEN, max, scratch)?;
+    let mut out = Vec::with_capacity(n.min(m));
+    for (i, info) in infos.into_iter().enumerate().take(m) {
+        let at = SUBFLOW_DATA_LEN + i * user.max(1);
+        // sockaddr_in: family (2), port (2), address (4).
+        let mut addr = [0u8; 4];
+        if at + 8 <= scratch.len() {
+            addr.copy_from_slice(&scratch[at + 4..at + 8]);
+        }
+        out.push((addr, info));
+    }
+    Ok(out)
+}
+
+/// The thread id of the caller.
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+fn sockaddr_in(addr: [u8; 4], port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(addr),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+/// Bind `fd` to `addr:port` (with `SO_REUSEADDR`).
+pub(crate) fn bind(fd: RawFd, addr: [u8; 4], port: u16) -> io::Result<()> {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    let sa = sockaddr_in(addr, port);
+    // SAFETY: `sa` is a valid sockaddr_in of the length passed.
+    check(unsafe {
+        libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+/// Listen on a bound stream socket.
+pub(crate) fn listen(fd: RawFd, backlog: i32) -> io::Result<()> {
+    // SAFETY: listen has no memory arguments.
+    check(unsafe { libc::listen(fd, backlog) })?;
+    Ok(())
+}
+
+/// Start connecting `fd` to `addr:port` without blocking; completion is seen as writability.
+pub(crate) fn connect_start(fd: RawFd, addr: [u8; 4], port: u16) -> io::Result<()> {
+    set_nonblocking(fd, true)?;
+    let sa = sockaddr_in(addr, port);
+    // SAFETY: `sa` is a valid sockaddr_in of the length passed.
+    let r = unsafe {
+        libc::connect(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The pending error of a socket (`SO_ERROR`), e.g. after a non-blocking connect.
+pub(crate) fn socket_error(fd: RawFd) -> io::Result<Option<io::Error>> {
+    let mut buf = [0u8; 4];
+    getsockopt_into(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut buf)?;
+    let e = i32::from_ne_bytes(buf);
+    Ok((e != 0).then(|| io::Error::from_raw_os_error(e)))
+}
+
+/// Switch `O_NONBLOCK` on or off.
+pub(crate) fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL take and return plain integers.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    let flags = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) })?;
+    Ok(())
+}
+
+/// Wait up to `timeout_ns` for `events` on one descriptor; returns the ready events.
+pub(crate) fn wait_fd(fd: RawFd, events: i16, timeout_ns: u64) -> io::Result<i16> {
+    let mut p = [libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }];
+    poll(&mut p, Some(timeout_ns))?;
+    Ok(p[0].revents)
+}
+
+/// A new IPv4 datagram socket.
+pub(crate) fn udp_socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket has no memory arguments.
+    let fd =
+        check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Send on a connected stream socket without blocking: the bytes taken, 0 if its buffer is
+/// full. A peer that has gone away is an error, never a SIGPIPE.
+pub(crate) fn send_some(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(n as usize)
+}
+
+/// Give the calling thread real-time (SCHED_FIFO) priority `prio`; false if not permitted.
+pub(crate) fn set_realtime(prio: i32) -> bool {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+}

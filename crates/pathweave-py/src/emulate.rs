@@ -1,0 +1,142 @@
+//! `pathweave._core.emulate`: run a scenario over real kernel stacks through the emulator.
+//!
+//! The run happens on a thread of its own while the interpreter is released; every 50 ms the
+//! calling thread takes the interpreter back to let Python's signal handlers run. A
+//! KeyboardInterrupt (Ctrl-C) or any exception a handler raises (the CLI turns SIGTERM into
+//! one) stops the run, waits for its clean-up (namespaces, devices, threads) and is re-raised.
+
+use crate::errors::{EmulationError, EmulationRefused};
+use crate::results::results_dict;
+use crate::scenario::PyScenario;
+use pathweave_emu::{EmuError, Options, Report};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn to_py_err(e: EmuError) -> PyErr {
+    match e {
+        EmuError::Refused(_) | EmuError::Environment(_) => EmulationRefused::new_err(e.to_string()),
+        _ => EmulationError::new_err(e.to_string()),
+    }
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("run_id", &r.run_id)?;
+    d.set_item("namespaces", PyList::new(py, &r.namespaces)?)?;
+    d.set_item("kernel_algorithms", PyList::new(py, &r.kernel_algorithms)?)?;
+    let l = PyDict::new(py);
+    let lat = &r.lateness;
+    l.set_item("packets", lat.count)?;
+    l.set_item("mean_ms", lat.mean_ns / 1e6)?;
+    for (k, v) in [
+        ("p50_ms", lat.p50_ns),
+        ("p90_ms", lat.p90_ns),
+        ("p99_ms", lat.p99_ns),
+        ("p999_ms", lat.p999_ns),
+        ("max_ms", lat.max_ns),
+    ] {
+        l.set_item(k, v as f64 / 1e6)?;
+    }
+    d.set_item("lateness", l)?;
+    d.set_item("lateness_limit_ms", r.lateness_limit_ns as f64 / 1e6)?;
+    d.set_item("emulator_drops", r.emulator_drops)?;
+    d.set_item("device_drops", r.device_drops)?;
+    d.set_item("realtime_priority", r.realtime)?;
+    d.set_item("reliable", r.reliable)?;
+    d.set_item(
+        "unreliable_because",
+        PyList::new(py, &r.unreliable_because)?,
+    )?;
+    let transfers = PyList::empty(py);
+    for t in &r.transfers {
+        let x = PyDict::new(py);
+        x.set_item("flow", t.flow)?;
+        x.set_item("sent_bytes", t.sent_bytes)?;
+        x.set_item("received_bytes", t.received_bytes)?;
+        x.set_item("sent_fnv1a64", format!("{:016x}", t.sent_hash))?;
+        x.set_item("received_fnv1a64", format!("{:016x}", t.received_hash))?;
+        x.set_item("mismatched_bytes", t.mismatched_bytes)?;
+        x.set_item("complete", t.complete)?;
+        transfers.append(x)?;
+    }
+    d.set_item("transfers", transfers)?;
+    d.set_item("wall_s", r.wall_s)?;
+    Ok(d)
+}
+
+/// Emulate `scenario` in real time; returns `(results, report)` as dicts.
+///
+/// Raises `EmulationRefused` when the scenario or the machine cannot be emulated (nothing was
+/// created) and `EmulationError` when the run failed; either way nothing is left behind.
+#[pyfunction]
+#[pyo3(signature = (scenario, seed = None, max_load_bps = None))]
+pub(crate) fn emulate<'py>(
+    py: Python<'py>,
+    scenario: &Bound<'py, PyScenario>,
+    seed: Option<u64>,
+    max_load_bps: Option<u64>,
+) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let spec = scenario.get().inner.clone();
+    let mut opts = Options {
+        seed,
+        ..Options::default()
+    };
+    if let Some(m) = max_load_bps {
+        opts.max_load_bps = m;
+    }
+    // Refusals come back at once, before any thread or namespace exists.
+    pathweave_emu::check_scenario(&spec, &opts).map_err(to_py_err)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let handle = std::thread::Builder::new()
+        .name("pw-emulate".to_string())
+        .spawn(move || pathweave_emu::emulate(&spec, &opts, &flag))
+        .map_err(|e| EmulationError::new_err(format!("cannot start the emulator: {e}")))?;
+    let mut pending: Option<PyErr> = None;
+    while !handle.is_finished() {
+        py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
+        if pending.is_none() {
+            if let Err(e) = py.check_signals() {
+                stop.store(true, Ordering::Relaxed);
+                pending = Some(e);
+            }
+        }
+    }
+    let outcome = handle
+        .join()
+        .map_err(|_| EmulationError::new_err("the emulator panicked"))?;
+    if let Some(e) = pending {
+        return Err(e);
+    }
+    let o = outcome.map_err(to_py_err)?;
+    Ok((results_dict(py, &o.results)?, report_dict(py, &o.report)?))
+}
+
+/// Remove namespaces left by emulations whose process is gone; returns their names.
+#[pyfunction]
+pub(crate) fn emulate_cleanup() -> PyResult<Vec<String>> {
+    pathweave_emu::cleanup_leftovers().map_err(to_py_err)
+}
+
+/// Namespaces of emulations present now, optionally only those made by process `pid`.
+#[pyfunction]
+#[pyo3(signature = (pid = None))]
+pub(crate) fn emulate_leftovers(pid: Option<u32>) -> Vec<String> {
+    pathweave_emu::leftovers(pid)
+}
+
+/// Raise `EmulationRefused` if `scenario` cannot be emulated; touches nothing.
+#[pyfunction]
+#[pyo3(signature = (scenario, max_load_bps = None))]
+pub(crate) fn emulate_check(
+    scenario: &Bound<'_, PyScenario>,
+    max_load_bps: Option<u64>,
+) -> PyResult<()> {
+    let mut opts = Options::default();
+    if let Some(m) = max_load_bps {
+        opts.max_load_bps = m;
+    }
+    pathweave_emu::check_scenario(&scenario.get().inner, &opts).map_err(to_py_err)
+}

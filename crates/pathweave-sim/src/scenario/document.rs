@@ -1,0 +1,216 @@
+//! The top-level table: `name`, `description`, `duration`, `seed`, `sample_interval`, the
+//! `[[link]]` and `[[flow]]` arrays, and an accepted (but not expanded) `[sweep]` table; then the
+//! checks that span the whole scenario, such as the time-series row limit.
+
+use super::flows::TCP_KEYS;
+use super::{
+    FlowKind, FlowSpec, LinkSpec, Reader, Scenario, TcpSettings, MAX_SAMPLE_ROWS, MAX_SEED, R,
+};
+use pathweave_cc::Duration;
+use std::collections::BTreeMap;
+use toml::{Table, Value};
+
+impl Reader<'_> {
+    pub(super) fn scenario(&self, root: &Table, default_name: &str) -> R<Scenario> {
+        self.check_keys(
+            root,
+            "",
+            &[
+                "name",
+                "description",
+                "duration",
+                "seed",
+                "sample_interval",
+                "tcp",
+                "link",
+                "flow",
+                "sweep",
+            ],
+        )?;
+        // `[sweep]` describes a grid of variants of this scenario; `pathweave sweep` expands it
+        // and the simulator runs each resolved point, so here it only has to be a table.
+        if let Some(v) = root.get("sweep") {
+            self.table("sweep", v)?;
+        }
+        let name = match root.get("name") {
+            Some(v) => self.string("name", v)?.to_string(),
+            None => default_name.to_string(),
+        };
+        let description = match root.get("description") {
+            Some(v) => self.string("description", v)?.to_string(),
+            None => String::new(),
+        };
+        let duration = match root.get("duration") {
+            Some(v) => self.positive_time("duration", v)?,
+            None => {
+                return Err(self.missing(
+                    "duration",
+                    "give the simulated time, e.g. duration = \"100s\"",
+                ))
+            }
+        };
+        let seed = match root.get("seed") {
+            Some(v) => self.seed(v)?,
+            None => 1,
+        };
+        let sample_interval = match root.get("sample_interval") {
+            Some(v) => self.positive_time("sample_interval", v)?,
+            None => Duration::from_millis(100),
+        };
+        let tcp_defaults = match root.get("tcp") {
+            Some(v) => {
+                let t = self.table("tcp", v)?;
+                self.check_keys(t, "tcp", TCP_KEYS)?;
+                self.tcp_settings(t, "tcp", TcpSettings::default())?
+            }
+            None => TcpSettings::default(),
+        };
+
+        let mut links: Vec<LinkSpec> = Vec::new();
+        let mut link_names: BTreeMap<String, String> = BTreeMap::new();
+        for (k, t) in self.array_of_tables(root, "link")?.into_iter().enumerate() {
+            let path = format!("link[{k}]");
+            for copy in self.expand(t, &path)? {
+                let l = self.link(&copy, &path, duration)?;
+                if let Some(prev) = link_names.get(&l.name) {
+                    return Err(self.invalid(
+                        &format!("{path}.name"),
+                        &Value::String(l.name.clone()),
+                        format!(
+                            "duplicate link name (already used by {prev}); names must be unique"
+                        ),
+                    ));
+                }
+                link_names.insert(l.name.clone(), path.clone());
+                links.push(l);
+            }
+        }
+
+        let mut flows: Vec<FlowSpec> = Vec::new();
+        let mut flow_names: BTreeMap<String, String> = BTreeMap::new();
+        let flow_tables = self.array_of_tables(root, "flow")?;
+        if flow_tables.is_empty() {
+            return Err(self.missing("flow", "a scenario needs at least one [[flow]]"));
+        }
+        for (k, t) in flow_tables.into_iter().enumerate() {
+            let path = format!("flow[{k}]");
+            let group_default = t
+                .get("name")
+                .and_then(Value::as_str)
+                .map(|s| {
+                    s.replace("{i}", "")
+                        .replace("{n}", "")
+                        .trim_end_matches(['-', '_', '.'])
+                        .to_string()
+                })
+                .unwrap_or_default();
+            for copy in self.expand(t, &path)? {
+                let f = self.flow(
+                    &copy,
+                    &path,
+                    &links,
+                    &tcp_defaults,
+                    &group_default,
+                    duration,
+                )?;
+                if let Some(prev) = flow_names.get(&f.name) {
+                    return Err(self.invalid(
+                        &format!("{path}.name"),
+                        &Value::String(f.name.clone()),
+                        format!(
+                            "duplicate flow name (already used by {prev}); names must be unique"
+                        ),
+                    ));
+                }
+                flow_names.insert(f.name.clone(), path.clone());
+                flows.push(f);
+            }
+        }
+        self.check_sample_rows(root, duration, sample_interval, &flows)?;
+        Ok(Scenario {
+            source: self.file.to_string(),
+            name,
+            description,
+            duration,
+            seed,
+            sample_interval,
+            links,
+            flows,
+        })
+    }
+
+    /// `seed`: an integer from 0 to [`MAX_SEED`], the largest TOML integer. A float or an
+    /// expression must be exact in floating point, so at most 2^53.
+    fn seed(&self, v: &Value) -> R<u64> {
+        const EXACT: u64 = 1 << 53;
+        match v {
+            Value::Integer(i) => u64::try_from(*i).map_err(|_| {
+                self.invalid(
+                    "seed",
+                    v,
+                    format!("expected a whole number from 0 to {MAX_SEED} (2^63 - 1, the largest TOML integer)"),
+                )
+            }),
+            _ => {
+                let x = self.number("seed", v)?;
+                if x.fract() != 0.0 || !(0.0..=EXACT as f64).contains(&x) {
+                    return Err(self.invalid(
+                        "seed",
+                        v,
+                        format!(
+                            "expected a whole number from 0 to {EXACT} (2^53, exact as a float \
+                             or an expression); write a larger seed as a TOML integer, at most \
+                             {MAX_SEED}"
+                        ),
+                    ));
+                }
+                Ok(x as u64)
+            }
+        }
+    }
+
+    /// The time series hold one row per sample for every flow, TCP subflow and sampled link
+    /// direction; refuse a run whose rows would exceed [`MAX_SAMPLE_ROWS`].
+    fn check_sample_rows(
+        &self,
+        root: &Table,
+        duration: Duration,
+        interval: Duration,
+        flows: &[FlowSpec],
+    ) -> R<()> {
+        // The sampler fires at every multiple of the interval up to the end.
+        let samples = duration.as_nanos() / interval.as_nanos().max(1);
+        let subflows: usize = flows
+            .iter()
+            .filter(|f| matches!(f.kind, FlowKind::Tcp { .. }))
+            .map(|f| f.subflows.len())
+            .sum();
+        let directions: std::collections::BTreeSet<(usize, bool)> = flows
+            .iter()
+            .flat_map(|f| &f.subflows)
+            .flat_map(|sf| &sf.path)
+            .map(|h| (h.link, h.reverse))
+            .collect();
+        let per_sample = (flows.len() + subflows + directions.len()) as u128;
+        let rows = samples as u128 * per_sample;
+        if rows > MAX_SAMPLE_ROWS as u128 {
+            let v = root
+                .get("sample_interval")
+                .cloned()
+                .unwrap_or(Value::String("100ms".into()));
+            return Err(self.invalid(
+                "sample_interval",
+                &v,
+                format!(
+                    "the time series would hold {rows} rows ({samples} samples of {} flows, \
+                     {subflows} TCP subflows and {} sampled link directions), more than \
+                     {MAX_SAMPLE_ROWS}; use a longer sample_interval, a shorter duration or \
+                     fewer flows",
+                    flows.len(),
+                    directions.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,620 @@
+//! `[[flow]]`: TCP settings, traffic, start and stop times, and the paths of its subflows.
+
+use super::control::CONTROL_PARAMS;
+use super::values::{join, type_name};
+use super::{
+    ControlSpec, Hop, LinkSpec, Reader, MAX_HEADER_BYTES, MAX_MIN_RTO, MIN_CBR_INTERVAL, R,
+};
+use crate::quantity::{clip, SIZE_UNITS};
+use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
+use pathweave_cc::rtt::RtoConfig;
+use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
+use toml::{Table, Value};
+
+/// What a flow is.
+// Specs are built once per run and never on the per-packet path, so the size of the TCP
+// variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowKind {
+    /// A TCP flow.
+    Tcp {
+        /// Transport settings.
+        cfg: TcpSettings,
+        /// Congestion control.
+        control: ControlSpec,
+        /// What the application offers.
+        traffic: Traffic,
+    },
+    /// An unresponsive constant-rate flow.
+    Cbr {
+        /// Sending rate.
+        rate: Bandwidth,
+        /// Datagram size on the wire.
+        size: u32,
+    },
+}
+
+/// TCP settings as written (a comparable copy of [`TcpConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpSettings {
+    /// Payload bytes per segment.
+    pub mss: u32,
+    /// Header bytes per data segment.
+    pub header: u32,
+    /// ACK size on the wire.
+    pub ack_size: u32,
+    /// Initial window in segments.
+    pub initial_window: u32,
+    /// Minimum RTO.
+    pub min_rto: Duration,
+    /// Delayed-ACK timeout, if any.
+    pub delayed_ack: Option<Duration>,
+    /// Loss recovery.
+    pub recovery: Recovery,
+    /// Connection-level receive buffer in bytes, `None` for unlimited.
+    pub receive_buffer: Option<u64>,
+    /// How a multipath connection spreads new data over its subflows.
+    pub scheduler: SchedulerKind,
+    /// Limited transmit (RFC 3042).
+    pub limited_transmit: bool,
+}
+
+impl TcpSettings {
+    /// The transport configuration.
+    pub fn config(&self) -> TcpConfig {
+        TcpConfig {
+            mss: self.mss,
+            header: self.header,
+            ack_size: self.ack_size,
+            initial_window: self.initial_window,
+            rto: RtoConfig {
+                min_rto: self.min_rto,
+                ..RtoConfig::default()
+            },
+            delayed_ack: self.delayed_ack,
+            recovery: self.recovery,
+            dupthresh: 3,
+            limited_transmit: self.limited_transmit,
+            receive_buffer: self
+                .receive_buffer
+                .map(|b| b.div_ceil(self.mss as u64).clamp(1, u32::MAX as u64 - 1) as u32),
+            scheduler: self.scheduler,
+        }
+    }
+}
+
+impl Default for TcpSettings {
+    /// ns-2-like defaults: 1000-byte segments, 40-byte headers and ACKs, initial window 2,
+    /// minimum RTO 200 ms, an ACK for every segment, NewReno recovery, no limited transmit
+    /// (RFC 3042 is on in Linux, ns-3 and ns-2 — `singledup_ 1` — but the reproductions were
+    /// validated without it; README, "Limited transmit").
+    fn default() -> Self {
+        TcpSettings {
+            mss: 1000,
+            header: 40,
+            ack_size: 40,
+            initial_window: 2,
+            min_rto: Duration::from_millis(200),
+            delayed_ack: None,
+            recovery: Recovery::NewReno,
+            receive_buffer: None,
+            scheduler: SchedulerKind::MinRtt,
+            limited_transmit: false,
+        }
+    }
+}
+
+/// One subflow of a flow: its path and, for multipath connections, when it joins and leaves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubflowSpec {
+    /// Links from sender to receiver.
+    pub path: Vec<Hop>,
+    /// When it joins, if later than the flow's start.
+    pub start: Option<Instant>,
+    /// When it leaves, if it does.
+    pub stop: Option<Instant>,
+}
+
+/// A flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    /// Unique name.
+    pub name: String,
+    /// Group for fairness statistics.
+    pub group: String,
+    /// TCP or CBR, with its settings.
+    pub kind: FlowKind,
+    /// The subflows: one for a single-path flow, one per path for a multipath connection.
+    pub subflows: Vec<SubflowSpec>,
+    /// When it starts.
+    pub start: Instant,
+    /// When it stops offering new data, if before the end.
+    pub stop: Option<Instant>,
+}
+
+impl Reader<'_> {
+    pub(super) fn tcp_settings(&self, t: &Table, path: &str, mut s: TcpSettings) -> R<TcpSettings> {
+        if let Some(v) = t.get("mss") {
+            s.mss = self.small_size(&join(path, "mss"), v, 65_000)?;
+        }
+        if let Some(v) = t.get("header") {
+            s.header = self.header(&join(path, "header"), v)?;
+        }
+        if let Some(v) = t.get("ack_size") {
+            s.ack_size = self.small_size(&join(path, "ack_size"), v, 65_000)?;
+        }
+        if let Some(v) = t.get("initial_window") {
+            s.initial_window = self.whole(&join(path, "initial_window"), v, 1, 1000)? as u32;
+        }
+        if let Some(v) = t.get("min_rto") {
+            let f = join(path, "min_rto");
+            s.min_rto = self.positive_time(&f, v)?;
+            if s.min_rto > MAX_MIN_RTO {
+                return Err(self.invalid(
+                    &f,
+                    v,
+                    "must be at most 60s, the RTO's upper bound (RFC 6298 (2.5))",
+                ));
+            }
+        }
+        if let Some(v) = t.get("delayed_ack") {
+            let f = join(path, "delayed_ack");
+            s.delayed_ack = match v {
+                Value::Boolean(false) => None,
+                Value::Boolean(true) => Some(Duration::from_millis(100)),
+                _ => Some(self.positive_time(&f, v)?),
+            };
+        }
+        if let Some(v) = t.get("receive_buffer") {
+            let f = join(path, "receive_buffer");
+            s.receive_buffer = match v {
+                Value::Boolean(false) => None,
+                _ => Some(self.size(&f, v)?),
+            };
+        }
+        if let Some(v) = t.get("scheduler") {
+            let f = join(path, "scheduler");
+            s.scheduler = match self.string(&f, v)? {
+                "minrtt" => SchedulerKind::MinRtt,
+                "roundrobin" => SchedulerKind::RoundRobin,
+                _ => return Err(self.invalid(&f, v, "allowed: \"minrtt\", \"roundrobin\"")),
+            };
+        }
+        if let Some(v) = t.get("limited_transmit") {
+            s.limited_transmit = self.boolean(&join(path, "limited_transmit"), v)?;
+        }
+        if let Some(v) = t.get("recovery") {
+            let f = join(path, "recovery");
+            s.recovery = match self.string(&f, v)? {
+                "reno" => Recovery::Reno,
+                "newreno" => Recovery::NewReno,
+                "sack" => Recovery::Sack,
+                _ => return Err(self.invalid(&f, v, "allowed: \"reno\", \"newreno\", \"sack\"")),
+            };
+        }
+        // The receive buffer is kept in segments of mss, a u32; either key may be the one
+        // written here (the other may come from [tcp]).
+        if let Some(b) = s.receive_buffer {
+            let segments = b.div_ceil(s.mss as u64);
+            if segments >= u32::MAX as u64 {
+                let key = if t.contains_key("receive_buffer") {
+                    "receive_buffer"
+                } else {
+                    "mss"
+                };
+                let v = t.get(key).cloned().unwrap_or(Value::Integer(0));
+                return Err(self.invalid(
+                    &join(path, key),
+                    &v,
+                    format!(
+                        "receive_buffer is {segments} segments of mss = {}B (at most {}); \
+                         give a smaller receive_buffer or a larger mss",
+                        s.mss,
+                        u32::MAX - 1
+                    ),
+                ));
+            }
+        }
+        Ok(s)
+    }
+
+    /// `header`: the TCP/IP header bytes of a data segment, from 0B to [`MAX_HEADER_BYTES`].
+    fn header(&self, field: &str, v: &Value) -> R<u32> {
+        let b = self.quantity(field, v, SIZE_UNITS, "a header size such as \"40B\"")?;
+        let b = b.round();
+        if !(0.0..=MAX_HEADER_BYTES as f64).contains(&b) {
+            return Err(self.invalid(
+                field,
+                v,
+                format!("a header must be from 0B to {MAX_HEADER_BYTES}B"),
+            ));
+        }
+        Ok(b as u32)
+    }
+
+    fn traffic(&self, v: &Value, path: &str) -> R<Traffic> {
+        if let Value::String(s) = v {
+            return match s.as_str() {
+                "bulk" => Ok(Traffic::Bulk),
+                _ => Err(self.invalid(
+                    path,
+                    v,
+                    "allowed: \"bulk\", or a table with type = \"transfer\", \"onoff\" or \"cbr\"",
+                )),
+            };
+        }
+        let t = self.table(path, v)?;
+        let kind = match t.get("type") {
+            Some(k) => self.string(&join(path, "type"), k)?,
+            None => {
+                return Err(self.missing(
+                    &join(path, "type"),
+                    "give type = \"bulk\", \"transfer\", \"onoff\" or \"cbr\"",
+                ))
+            }
+        };
+        match kind {
+            "bulk" => {
+                self.check_keys(t, path, &["type"])?;
+                Ok(Traffic::Bulk)
+            }
+            "transfer" => {
+                self.check_keys(t, path, &["type", "size"])?;
+                match t.get("size") {
+                    Some(v) => Ok(Traffic::Transfer(self.size(&join(path, "size"), v)?)),
+                    None => {
+                        Err(self
+                            .missing(&join(path, "size"), "give the transfer size, e.g. \"1MB\""))
+                    }
+                }
+            }
+            "onoff" => {
+                self.check_keys(t, path, &["type", "on", "off", "exponential"])?;
+                let exponential = match t.get("exponential") {
+                    Some(v) => self.boolean(&join(path, "exponential"), v)?,
+                    None => false,
+                };
+                let period = |k: &str| -> R<Period> {
+                    match t.get(k) {
+                        Some(v) => Ok(Period {
+                            mean: self.positive_time(&join(path, k), v)?,
+                            exponential,
+                        }),
+                        None => {
+                            Err(self.missing(&join(path, k), "give the period length, e.g. \"1s\""))
+                        }
+                    }
+                };
+                Ok(Traffic::OnOff {
+                    on: period("on")?,
+                    off: period("off")?,
+                })
+            }
+            _ => Err(self.invalid(
+                &join(path, "type"),
+                &Value::String(kind.into()),
+                "allowed: \"bulk\", \"transfer\", \"onoff\", \"cbr\"",
+            )),
+        }
+    }
+
+    pub(super) fn flow(
+        &self,
+        t: &Table,
+        path: &str,
+        links: &[LinkSpec],
+        tcp: &TcpSettings,
+        group_default: &str,
+        duration: Duration,
+    ) -> R<FlowSpec> {
+        let mut keys = vec![
+            "name",
+            "group",
+            "algorithm",
+            "arithmetic",
+            "counting",
+            "maximum",
+            "beta",
+            "gamma",
+            "weight",
+            "a",
+            "b",
+            "weights",
+            "rate_hints",
+            "flowshares",
+            "k",
+            "period",
+            "proportion_manager",
+            "tolerance",
+            "decrease",
+            "slow_start",
+            "path",
+            "subflows",
+            "start",
+            "stop",
+            "traffic",
+        ];
+        keys.extend_from_slice(TCP_KEYS);
+        self.check_keys(t, path, &keys)?;
+        let name = match t.get("name") {
+            Some(v) => self.name(&join(path, "name"), v)?,
+            None => return Err(self.missing(&join(path, "name"), "every flow needs a unique name")),
+        };
+        let group = match t.get("group") {
+            Some(v) => self.name(&join(path, "group"), v)?,
+            None if group_default.is_empty() => name.clone(),
+            None => group_default.to_string(),
+        };
+        let start = match t.get("start") {
+            Some(v) => self.time(&join(path, "start"), v)?,
+            None => Duration::ZERO,
+        };
+        if start >= duration {
+            let v = t.get("start").cloned().unwrap_or(Value::Integer(0));
+            return Err(self.invalid(
+                &join(path, "start"),
+                &v,
+                "starts at or after the end of the simulation",
+            ));
+        }
+        let stop = match t.get("stop") {
+            Some(v) => {
+                let s = self.time(&join(path, "stop"), v)?;
+                if s <= start {
+                    return Err(self.invalid(&join(path, "stop"), v, "must be after start"));
+                }
+                Some(Instant(s.as_nanos()))
+            }
+            None => None,
+        };
+        let subflows = self.subflows(t, path, links, start, stop, duration)?;
+        let traffic_v = t.get("traffic");
+        let is_cbr = traffic_v
+            .and_then(Value::as_table)
+            .and_then(|tt| tt.get("type"))
+            .and_then(Value::as_str)
+            == Some("cbr");
+        let kind = if is_cbr {
+            let tp = join(path, "traffic");
+            let tt = self.table(&tp, traffic_v.unwrap_or(&Value::Boolean(false)))?;
+            self.check_keys(tt, &tp, &["type", "rate", "size"])?;
+            if let Some(v) = t.get("algorithm") {
+                return Err(self.invalid(
+                    &join(path, "algorithm"),
+                    v,
+                    "a cbr flow is not congestion-controlled; remove algorithm",
+                ));
+            }
+            if let Some(v) = t.get("arithmetic").or(t.get("counting")) {
+                return Err(self.invalid(
+                    &join(path, "arithmetic"),
+                    v,
+                    "a cbr flow is not congestion-controlled; remove arithmetic and counting",
+                ));
+            }
+            for (key, _) in CONTROL_PARAMS {
+                if let Some(v) = t.get(*key) {
+                    return Err(self.invalid(
+                        &join(path, key),
+                        v,
+                        "a cbr flow is not congestion-controlled; remove controller parameters",
+                    ));
+                }
+            }
+            for key in TCP_KEYS {
+                if let Some(v) = t.get(*key) {
+                    return Err(self.invalid(
+                        &join(path, key),
+                        v,
+                        format!(
+                            "{key} is a TCP setting and a cbr flow sends UDP datagrams; remove \
+                             it (the datagram size is traffic.size)"
+                        ),
+                    ));
+                }
+            }
+            let rate = match tt.get("rate") {
+                Some(v) => self.rate(&join(&tp, "rate"), v)?,
+                None => {
+                    return Err(
+                        self.missing(&join(&tp, "rate"), "give the sending rate, e.g. \"10Mbps\"")
+                    )
+                }
+            };
+            let size = match tt.get("size") {
+                Some(v) => self.small_size(&join(&tp, "size"), v, 65_535)?,
+                None => 1000,
+            };
+            let interval = rate.transmission_time(Bytes(size as u64));
+            if interval.is_none_or(|d| d < MIN_CBR_INTERVAL) {
+                let v = tt.get("rate").cloned().unwrap_or(Value::Boolean(false));
+                return Err(self.invalid(
+                    &join(&tp, "rate"),
+                    &v,
+                    format!(
+                        "sends a {size}B datagram every {} ns; the interval must be at least \
+                         {} ns (it is rounded up to whole nanoseconds), so at this size the \
+                         rate may be at most {}Mbps",
+                        interval.map_or(0, |d| d.as_nanos()),
+                        MIN_CBR_INTERVAL.as_nanos(),
+                        size as u64 * 8 * 1000 / MIN_CBR_INTERVAL.as_nanos()
+                    ),
+                ));
+            }
+            if subflows.len() > 1 {
+                return Err(self.invalid(
+                    &join(path, "subflows"),
+                    t.get("subflows").unwrap_or(&Value::Boolean(false)),
+                    "a cbr flow has a single path; give path = [...] instead",
+                ));
+            }
+            FlowKind::Cbr { rate, size }
+        } else {
+            let cfg = self.tcp_settings(t, path, *tcp)?;
+            let control = self.control(t, path, &cfg)?;
+            self.check_bmc_period(t, path, &control, &subflows, links)?;
+            self.check_bmc_lists(t, path, &control, subflows.len())?;
+            let traffic = match traffic_v {
+                Some(v) => self.traffic(v, &join(path, "traffic"))?,
+                None => Traffic::Bulk,
+            };
+            FlowKind::Tcp {
+                cfg,
+                control,
+                traffic,
+            }
+        };
+        Ok(FlowSpec {
+            name,
+            group,
+            kind,
+            subflows,
+            start: Instant(start.as_nanos()),
+            stop,
+        })
+    }
+
+    /// `path = [...]` for one subflow, or `subflows = [{ path = [...], start, stop }, …]`.
+    pub(super) fn subflows(
+        &self,
+        t: &Table,
+        path: &str,
+        links: &[LinkSpec],
+        flow_start: Duration,
+        flow_stop: Option<Instant>,
+        duration: Duration,
+    ) -> R<Vec<SubflowSpec>> {
+        match (t.get("path"), t.get("subflows")) {
+            (Some(v), None) => Ok(vec![SubflowSpec {
+                path: self.path(v, &join(path, "path"), links)?,
+                start: None,
+                stop: None,
+            }]),
+            (None, Some(Value::Array(items))) if !items.is_empty() => {
+                let mut out = Vec::with_capacity(items.len());
+                for (k, item) in items.iter().enumerate() {
+                    let sp = format!("{path}.subflows[{k}]");
+                    let st = self.table(&sp, item)?;
+                    self.check_keys(st, &sp, &["path", "start", "stop"])?;
+                    let hops = match st.get("path") {
+                        Some(v) => self.path(v, &join(&sp, "path"), links)?,
+                        None => return Err(self.missing(&join(&sp, "path"), "give the subflow's links")),
+                    };
+                    let start = match st.get("start") {
+                        Some(v) => {
+                            let s = self.time(&join(&sp, "start"), v)?;
+                            if s >= duration {
+                                return Err(self.invalid(&join(&sp, "start"), v, "starts at or after the end of the simulation"));
+                            }
+                            if let Some(fs) = flow_stop.filter(|fs| s.as_nanos() >= fs.0) {
+                                return Err(self.invalid(
+                                    &join(&sp, "start"),
+                                    v,
+                                    format!(
+                                        "starts at or after the flow stops ({path}.stop = {} s); \
+                                         a subflow must join before its flow stops",
+                                        fs.0 as f64 / 1e9
+                                    ),
+                                ));
+                            }
+                            Some(Instant(s.max(flow_start).as_nanos()))
+                        }
+                        None => None,
+                    };
+                    let stop = match st.get("stop") {
+                        Some(v) => {
+                            let s = Instant(self.time(&join(&sp, "stop"), v)?.as_nanos());
+                            if s <= start.unwrap_or(Instant(flow_start.as_nanos())) {
+                                return Err(self.invalid(&join(&sp, "stop"), v, "must be after the subflow starts"));
+                            }
+                            Some(flow_stop.map_or(s, |f| s.min(f)))
+                        }
+                        None => None,
+                    };
+                    out.push(SubflowSpec { path: hops, start, stop });
+                }
+                if out.len() > 64 {
+                    return Err(self.invalid(&join(path, "subflows"), t.get("subflows").unwrap_or(&Value::Boolean(false)), "at most 64 subflows"));
+                }
+                Ok(out)
+            }
+            (None, Some(v)) => Err(self.invalid(
+                &join(path, "subflows"),
+                v,
+                "expected a non-empty list of tables such as [{ path = [\"a\"] }, { path = [\"b\"] }]",
+            )),
+            (Some(v), Some(_)) => Err(self.invalid(
+                &join(path, "path"),
+                v,
+                "give either path (one path) or subflows (several), not both",
+            )),
+            (None, None) => Err(self.missing(
+                &join(path, "path"),
+                "give the links from sender to receiver, e.g. path = [\"access\", \"core\"], or subflows = [...]",
+            )),
+        }
+    }
+
+    pub(super) fn path(&self, v: &Value, field: &str, links: &[LinkSpec]) -> R<Vec<Hop>> {
+        let Value::Array(items) = v else {
+            return Err(self.invalid(
+                field,
+                v,
+                format!("expected a list of link names, found {}", type_name(v)),
+            ));
+        };
+        if items.is_empty() {
+            return Err(self.invalid(field, v, "a path needs at least one link"));
+        }
+        let mut hops = Vec::with_capacity(items.len());
+        for (k, item) in items.iter().enumerate() {
+            let f = format!("{field}[{k}]");
+            let s = self.string(&f, item)?;
+            let (reverse, name) = match s.strip_prefix('~') {
+                Some(n) => (true, n),
+                None => (false, s),
+            };
+            let Some(link) = links.iter().position(|l| l.name == name) else {
+                let known: Vec<String> = links.iter().take(12).map(|l| clip(&l.name)).collect();
+                let more = if links.len() > 12 { ", …" } else { "" };
+                return Err(self.invalid(
+                    &f,
+                    item,
+                    format!(
+                        "no link is called '{}' (links: {}{more})",
+                        clip(name),
+                        known.join(", ")
+                    ),
+                ));
+            };
+            if let Some(j) = hops.iter().position(|h: &Hop| h.link == link) {
+                return Err(self.invalid(
+                    &f,
+                    item,
+                    format!(
+                        "link '{}' is already on this path ({field}[{j}]); a path crosses \
+                         each link at most once, in either direction",
+                        clip(name)
+                    ),
+                ));
+            }
+            hops.push(Hop { link, reverse });
+        }
+        Ok(hops)
+    }
+}
+
+/// The TCP settings a flow (or the `[tcp]` table) may give.
+pub const TCP_KEYS: &[&str] = &[
+    "receive_buffer",
+    "scheduler",
+    "mss",
+    "header",
+    "ack_size",
+    "initial_window",
+    "min_rto",
+    "delayed_ack",
+    "recovery",
+    "limited_transmit",
+];

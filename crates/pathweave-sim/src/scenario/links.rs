@@ -1,0 +1,385 @@
+//! `[[link]]`: rate, delay, queue (drop-tail or RED), scheduled changes and outages.
+
+use super::values::join;
+use super::{Reader, MAX_SIZE_BYTES, R};
+use crate::link::{LinkDirSpec, LossModel, QueueSpec};
+use crate::quantity::{eval, SIZE_UNITS};
+use crate::red::RedParams;
+use pathweave_cc::{Bandwidth, Duration, Instant};
+use toml::{Table, Value};
+
+/// One hop of a path: a link, traversed forward or (with a `~` prefix) in reverse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// Index into [`Scenario::links`](super::Scenario::links).
+    pub link: usize,
+    /// Traverse the link's reverse direction.
+    pub reverse: bool,
+}
+
+/// A change to a link at a given time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LinkChange {
+    /// New rate.
+    Rate(Bandwidth),
+    /// New propagation delay.
+    Delay(Duration),
+    /// Outage starts.
+    Down,
+    /// Outage ends.
+    Up,
+}
+
+/// A scheduled link change (applies to both directions).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkEvent {
+    /// When.
+    pub at: Instant,
+    /// What.
+    pub change: LinkChange,
+}
+
+/// A duplex link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSpec {
+    /// Unique name.
+    pub name: String,
+    /// The direction paths traverse forward.
+    pub forward: LinkDirSpec,
+    /// The other direction (ACKs of forward flows).
+    pub reverse: LinkDirSpec,
+    /// Scheduled changes, in time order.
+    pub events: Vec<LinkEvent>,
+}
+
+impl Reader<'_> {
+    fn queue(&self, v: &Value, path: &str, rate: Bandwidth, delay: Duration) -> R<QueueSpec> {
+        let t = self.table(path, v)?;
+        let kind = match t.get("type") {
+            Some(k) => self.string(&join(path, "type"), k)?,
+            None => {
+                return Err(self.missing(&join(path, "type"), "give type = \"droptail\" or \"red\""))
+            }
+        };
+        match kind {
+            "droptail" => {
+                self.check_keys(t, path, &["type", "limit"])?;
+                let limit = match t.get("limit") {
+                    Some(v) => self.limit(&join(path, "limit"), v)?,
+                    None => crate::link::Limit::Packets(50),
+                };
+                Ok(QueueSpec::DropTail(limit))
+            }
+            "red" => {
+                self.check_keys(
+                    t,
+                    path,
+                    &[
+                        "type",
+                        "limit",
+                        "min_th",
+                        "max_th",
+                        "max_p",
+                        "w_q",
+                        "gentle",
+                        "wait",
+                        "mode",
+                        "mean_pkt_size",
+                        "target_delay",
+                    ],
+                )?;
+                let mut p = RedParams::default();
+                if let Some(v) = t.get("limit") {
+                    match self.limit(&join(path, "limit"), v)? {
+                        crate::link::Limit::Packets(n) => p.limit = n,
+                        crate::link::Limit::Bytes(_) => {
+                            return Err(self.invalid(
+                                &join(path, "limit"),
+                                v,
+                                "RED's limit is a number of packets (\"50pkt\"); with mode = \"bytes\" \
+                                 it counts units of mean_pkt_size, as ns-2's does",
+                            ))
+                        }
+                    }
+                }
+                // `None` stands for "auto": ns-2.35's rule, resolved below from this link's
+                // rate and delay once mean_pkt_size is known (see red.rs).
+                let threshold = |key: &str, default: f64| -> R<Option<f64>> {
+                    match t.get(key) {
+                        Some(v) => self.number_or_auto(&join(path, key), v, "a number of packets"),
+                        None => Ok(Some(default)),
+                    }
+                };
+                let min_th = threshold("min_th", p.min_th)?;
+                let max_th = threshold("max_th", p.max_th)?;
+                if let Some(v) = t.get("max_p") {
+                    p.max_p = self.probability(&join(path, "max_p"), v)?;
+                }
+                let w_q = match t.get("w_q") {
+                    Some(v) => {
+                        let w = self.number_or_auto(&join(path, "w_q"), v, "a weight in (0, 1]")?;
+                        if w.is_some_and(|w| !(w > 0.0 && w <= 1.0)) {
+                            return Err(self.invalid(
+                                &join(path, "w_q"),
+                                v,
+                                "w_q must be in (0, 1], or \"auto\" for ns-2.35's rule",
+                            ));
+                        }
+                        w
+                    }
+                    None => Some(p.w_q),
+                };
+                let mut target_delay = crate::red::NS2_TARGET_DELAY;
+                if let Some(v) = t.get("target_delay") {
+                    target_delay = self.positive_time(&join(path, "target_delay"), v)?;
+                    if min_th.is_some() {
+                        return Err(self.invalid(
+                            &join(path, "target_delay"),
+                            v,
+                            "target_delay only sets min_th = \"auto\" (ns-2.35's targetdelay_); \
+                             give min_th = \"auto\" or drop target_delay",
+                        ));
+                    }
+                }
+                if let Some(v) = t.get("gentle") {
+                    p.gentle = self.boolean(&join(path, "gentle"), v)?;
+                }
+                if let Some(v) = t.get("wait") {
+                    p.wait = self.boolean(&join(path, "wait"), v)?;
+                }
+                if let Some(v) = t.get("mode") {
+                    p.bytes = match self.string(&join(path, "mode"), v)? {
+                        "packets" => false,
+                        "bytes" => true,
+                        _ => {
+                            return Err(self.invalid(
+                                &join(path, "mode"),
+                                v,
+                                "allowed: \"packets\", \"bytes\"",
+                            ))
+                        }
+                    };
+                }
+                if let Some(v) = t.get("mean_pkt_size") {
+                    p.mean_pktsize = self.small_size(&join(path, "mean_pkt_size"), v, 65_535)?;
+                }
+                let any_auto = min_th.is_none() || max_th.is_none() || w_q.is_none();
+                p.min_th = min_th
+                    .unwrap_or_else(|| crate::red::auto_min_th(rate, p.mean_pktsize, target_delay));
+                p.max_th = max_th.unwrap_or_else(|| crate::red::auto_max_th(p.min_th));
+                p.w_q = w_q.unwrap_or_else(|| crate::red::auto_w_q(rate, p.mean_pktsize, delay));
+                if !(p.min_th >= 0.0 && p.max_th > p.min_th) {
+                    let v = t
+                        .get("max_th")
+                        .or(t.get("min_th"))
+                        .cloned()
+                        .unwrap_or(Value::Float(p.max_th));
+                    return Err(self.invalid(
+                        &join(path, "max_th"),
+                        &v,
+                        format!(
+                            "need 0 ≤ min_th < max_th (min_th = {}, max_th = {}{})",
+                            p.min_th,
+                            p.max_th,
+                            if any_auto {
+                                ", with \"auto\" resolved for this link"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ));
+                }
+                Ok(QueueSpec::Red(p))
+            }
+            _ => Err(self.invalid(
+                &join(path, "type"),
+                &Value::String(kind.into()),
+                "allowed: \"droptail\", \"red\"",
+            )),
+        }
+    }
+
+    fn limit(&self, field: &str, v: &Value) -> R<crate::link::Limit> {
+        if let Value::String(s) = v {
+            if let Some(n) = s.trim().strip_suffix("pkt") {
+                let x = eval(n).map_err(|e| self.invalid(field, v, e))?;
+                if x.fract() != 0.0 || !(1.0..=1e9).contains(&x) {
+                    return Err(self.invalid(
+                        field,
+                        v,
+                        "a packet limit must be a whole number ≥ 1, e.g. \"100pkt\"",
+                    ));
+                }
+                return Ok(crate::link::Limit::Packets(x as u32));
+            }
+        }
+        let b = self.quantity(
+            field,
+            v,
+            SIZE_UNITS,
+            "a buffer size such as \"100pkt\" or \"150KB\"",
+        )?;
+        if b < 1.0 {
+            return Err(self.invalid(field, v, "a buffer must hold at least 1B"));
+        }
+        let b = b.round();
+        if b > MAX_SIZE_BYTES as f64 {
+            return Err(self.invalid(
+                field,
+                v,
+                "a buffer must hold at most 1000GB (10^12 bytes), or give packets (\"100pkt\")",
+            ));
+        }
+        Ok(crate::link::Limit::Bytes(b as u64))
+    }
+
+    pub(super) fn link(&self, t: &Table, path: &str, duration: Duration) -> R<LinkSpec> {
+        self.check_keys(
+            t,
+            path,
+            &[
+                "name",
+                "rate",
+                "delay",
+                "queue",
+                "loss",
+                "reverse_loss",
+                "event",
+            ],
+        )?;
+        let name = match t.get("name") {
+            Some(v) => self.name(&join(path, "name"), v)?,
+            None => return Err(self.missing(&join(path, "name"), "every link needs a unique name")),
+        };
+        let rate = match t.get("rate") {
+            Some(v) => self.rate(&join(path, "rate"), v)?,
+            None => return Err(self.missing(&join(path, "rate"), "give a rate such as \"60Mbps\"")),
+        };
+        let delay = match t.get("delay") {
+            Some(v) => self.time(&join(path, "delay"), v)?,
+            None => {
+                return Err(self.missing(
+                    &join(path, "delay"),
+                    "give a propagation delay such as \"10ms\"",
+                ))
+            }
+        };
+        let queue = match t.get("queue") {
+            Some(v) => self.queue(v, &join(path, "queue"), rate, delay)?,
+            None => QueueSpec::DropTail(crate::link::Limit::Packets(50)),
+        };
+        let loss = |key: &str| -> R<LossModel> {
+            match t.get(key) {
+                Some(v) => self.loss_model(v, &join(path, key)),
+                None => Ok(LossModel::None),
+            }
+        };
+        let forward = LinkDirSpec {
+            rate,
+            delay,
+            queue: queue.clone(),
+            loss: loss("loss")?,
+        };
+        let reverse = LinkDirSpec {
+            rate,
+            delay,
+            queue,
+            loss: loss("reverse_loss")?,
+        };
+        let mut events = Vec::new();
+        // Outages as (from, to, event index), to refuse overlapping ones.
+        let mut outages: Vec<(Instant, Instant, usize)> = Vec::new();
+        if let Some(ev) = t.get("event") {
+            let Value::Array(list) = ev else {
+                return Err(self.invalid(
+                    &join(path, "event"),
+                    ev,
+                    "expected [[link.event]] tables",
+                ));
+            };
+            for (k, e) in list.iter().enumerate() {
+                let epath = format!("{path}.event[{k}]");
+                let et = self.table(&epath, e)?;
+                self.check_keys(et, &epath, &["at", "rate", "delay", "down"])?;
+                let at = match et.get("at") {
+                    Some(v) => self.time(&join(&epath, "at"), v)?,
+                    None => {
+                        return Err(self.missing(&join(&epath, "at"), "give the time of the change"))
+                    }
+                };
+                if at > duration {
+                    let v = et.get("at").cloned().unwrap_or(Value::Integer(0));
+                    return Err(self.invalid(
+                        &join(&epath, "at"),
+                        &v,
+                        "is after the end of the simulation",
+                    ));
+                }
+                let at = Instant(at.as_nanos());
+                let mut any = false;
+                if let Some(v) = et.get("rate") {
+                    events.push(LinkEvent {
+                        at,
+                        change: LinkChange::Rate(self.rate(&join(&epath, "rate"), v)?),
+                    });
+                    any = true;
+                }
+                if let Some(v) = et.get("delay") {
+                    events.push(LinkEvent {
+                        at,
+                        change: LinkChange::Delay(self.time(&join(&epath, "delay"), v)?),
+                    });
+                    any = true;
+                }
+                if let Some(v) = et.get("down") {
+                    let d = self.positive_time(&join(&epath, "down"), v)?;
+                    events.push(LinkEvent {
+                        at,
+                        change: LinkChange::Down,
+                    });
+                    events.push(LinkEvent {
+                        at: at + d,
+                        change: LinkChange::Up,
+                    });
+                    outages.push((at, at + d, k));
+                    any = true;
+                }
+                if !any {
+                    return Err(self.missing(&epath, "an event changes rate, delay, or takes the link down for a time (down = \"2s\")"));
+                }
+            }
+        }
+        outages.sort_by_key(|o| (o.0, o.2));
+        for w in outages.windows(2) {
+            let ((from, to, k), (next, _, j)) = (w[0], w[1]);
+            if next <= to {
+                let epath = format!("{path}.event[{j}]");
+                let v = t
+                    .get("event")
+                    .and_then(|e| e.get(j))
+                    .and_then(|e| e.get("at"))
+                    .cloned()
+                    .unwrap_or(Value::Boolean(false));
+                return Err(self.invalid(
+                    &join(&epath, "at"),
+                    &v,
+                    format!(
+                        "this outage starts at {} s, before or as the outage of {path}.event[{k}] \
+                         ({} s to {} s) ends; outages of one link must not overlap or touch \
+                         (give one event with the whole down time)",
+                        next.0 as f64 / 1e9,
+                        from.0 as f64 / 1e9,
+                        to.0 as f64 / 1e9
+                    ),
+                ));
+            }
+        }
+        events.sort_by_key(|e| e.at);
+        Ok(LinkSpec {
+            name,
+            forward,
+            reverse,
+            events,
+        })
+    }
+}
