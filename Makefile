@@ -7,7 +7,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python lint bench bench-emulate slow docs fuzz fuzz-short clean
+.PHONY: setup demo test test-rust test-python lint bench bench-emulate slow docs fuzz fuzz-short clean kernel kernel-deps
+
+# crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
+# zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
+# packages when they are missing and we are root; elsewhere the crate is built without its
+# BPF part (--no-default-features) and its commands say why.
+KERNEL_APT := clang bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
+KERNEL_BPF_OK = command -v clang >/dev/null 2>&1 && { command -v bpftool >/dev/null 2>&1 || test -x /usr/sbin/bpftool; } && test -f /usr/include/bpf/bpf_helpers.h && test -f /usr/include/libelf.h && test -f /usr/include/zlib.h && command -v pkg-config >/dev/null 2>&1 && test -e /sys/kernel/btf/vmlinux
+KERNEL_FEATURES = $$( { $(KERNEL_BPF_OK); } || echo --no-default-features )
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,15 +27,32 @@ $(STAMP): $(BIN)/python $(RUST_SOURCES)
 	$(BIN)/maturin develop --release --quiet -E test
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) kernel
+
+kernel-deps:
+	@if ! { $(KERNEL_BPF_OK); }; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing the BPF toolchain: $(KERNEL_APT)"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(KERNEL_APT); } >/dev/null 2>&1 \
+	      || echo "note: the BPF toolchain could not be installed; pathweave-kernel is built without its BPF programs"; \
+	  else \
+	    echo "note: the BPF toolchain is missing (root and apt-get install it); pathweave-kernel is built without its BPF programs"; \
+	  fi; \
+	fi
+
+# The pathweave-kernel binary (`pathweave kernel ...`), with its BPF programs where they build.
+kernel: kernel-deps
+	cargo build --release -p pathweave-kernel $(KERNEL_FEATURES)
 
 demo: setup
 	$(BIN)/pathweave compare scenarios/headline.toml --flow mp --algorithms uncoupled,lia,olia,balia --out results/demo
 
 test: setup test-rust test-python
 
-test-rust:
-	cargo test --release --workspace --exclude pathweave-py
+# The kernel tests that need root, BTF and MPTCP run where they can and print why elsewhere.
+test-rust: kernel-deps
+	cargo test --release --workspace --exclude pathweave-py --exclude pathweave-kernel
+	cargo test --release -p pathweave-kernel $(KERNEL_FEATURES)
 
 # PYTEST_ARGS narrows the run, e.g. PYTEST_ARGS='-m "not slow and not emulation"'.
 PYTEST_ARGS ?=
@@ -36,7 +61,9 @@ test-python: setup
 
 lint: setup
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --exclude pathweave-kernel --all-targets -- -D warnings
+	cargo clippy -p pathweave-kernel --all-targets $(KERNEL_FEATURES) -- -D warnings
+	cargo clippy -p pathweave-kernel --all-targets --no-default-features -- -D warnings
 	$(BIN)/ruff check python tests bench
 	$(BIN)/ruff format --check python tests bench
 	$(BIN)/mypy

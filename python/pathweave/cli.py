@@ -6,6 +6,8 @@
 * ``pathweave sweep FILE [--jobs N | --dask ADDR] [--out DIR] [--cache DIR] [--force] [--quiet]``
 * ``pathweave reproduce [ID ...|all] [--quick] [--jobs N | --dask ADDR] [--out DIR] [--force]``
   and ``pathweave reproduce --list``
+* ``pathweave kernel load | unload | status | bmc-manager [--prefix P]`` (root; see
+  docs/kernel.md)
 * ``pathweave --version``
 
 Exit codes: 0 success, 1 a failure while running or writing, 2 bad input (a bad scenario, a
@@ -64,6 +66,12 @@ _MAX_LINK_ROWS = 6
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["kernel"]:
+        # Everything after `kernel` belongs to pathweave-kernel, options such as --help too.
+        from pathweave import kernel
+
+        return kernel.run(given[1:])
     args = _parser().parse_args(argv)
     try:
         max_scenario_bytes()  # a bad limit is bad input, reported before anything is read
@@ -248,7 +256,22 @@ def _parser() -> argparse.ArgumentParser:
     copy_p.add_argument("name", metavar="NAME", help="a name from 'pathweave scenarios list'")
     copy_p.add_argument("dest", type=Path, metavar="DIR", help="destination directory")
     copy_p.set_defaults(command=_scenarios_copy)
+
+    kernel_p = sub.add_parser(
+        "kernel",
+        help="load, unload or list the BPF congestion controllers (root)",
+        description="Run pathweave-kernel: load | unload | status | bmc-manager.",
+        add_help=False,
+    )
+    kernel_p.add_argument("args", nargs=argparse.REMAINDER)
+    kernel_p.set_defaults(command=_kernel)
     return parser
+
+
+def _kernel(args: argparse.Namespace) -> int:
+    from pathweave import kernel
+
+    return kernel.run(args.args)
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:

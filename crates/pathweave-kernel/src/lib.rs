@@ -1,0 +1,32 @@
+//! Coupled congestion control for upstream Linux MPTCP as BPF `struct_ops`: `pw_lia`,
+//! `pw_olia`, `pw_balia`, `pw_coupled` (fully coupled) and `pw_bmc` (BMC's weighted AIMD),
+//! with the integer arithmetic of `pathweave-cc`'s `linux` modes.
+//!
+//! * `src/bpf/pw_arith.h` — the arithmetic, shared by the BPF programs and [`arith`] (a C
+//!   library the tests call through FFI, so the kernel's code is the code under test).
+//! * `src/bpf/pw.bpf.c` — the controllers; `src/bpf/pw_intf.h` — the maps' layout, mirrored
+//!   by [`maps`].
+//! * [`loader`] (feature `bpf`) — loads the programs with libbpf-rs, pins their links under
+//!   `/sys/fs/bpf/pathweave/PREFIX/`, unloads them and reports their state.
+//! * [`bmc`] — BMC's proportion manager in userspace, on `pathweave-cc`'s own code.
+//!
+//! Invariants: a connection's entry exists exactly while at least one of its subflows is
+//! registered; a socket that is not a registered subflow of a connection with two usable
+//! subflows runs Reno.
+
+pub mod arith;
+pub mod bmc;
+pub mod error;
+#[cfg(feature = "bpf")]
+pub mod loader;
+pub mod maps;
+pub mod names;
+
+pub use error::KernelError;
+pub use names::{Algorithm, Prefix};
+
+/// The version of the BPF programs (`PW_VERSION` in `pw_intf.h`), stored in the stats map.
+pub const PROGRAM_VERSION: u64 = 1;
+
+/// Whether this build contains the BPF programs.
+pub const HAS_BPF: bool = cfg!(feature = "bpf");

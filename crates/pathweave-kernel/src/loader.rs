@@ -1,0 +1,413 @@
+//! Loads the controllers with libbpf-rs from the skeleton build.rs generates, registers them
+//! under a prefix, pins their links and maps under `/sys/fs/bpf/pathweave/PREFIX/` so they
+//! outlive the process, unloads them and reports what is loaded.
+//!
+//! A load that is not pinned (tests, one emulation run) unregisters when [`Loaded`] drops.
+
+use crate::error::KernelError;
+use crate::maps::{self, Conn, Stat};
+use crate::names::{Algorithm, Prefix, PIN_ROOT};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+
+#[allow(
+    unsafe_code,
+    missing_docs,
+    unreachable_pub,
+    clippy::all,
+    clippy::pedantic,
+    non_camel_case_types,
+    dead_code
+)]
+mod skel {
+    // The generated skeleton: maps, programs and the five struct_ops tables of pw.bpf.c.
+    include!(concat!(env!("OUT_DIR"), "/pw.skel.rs"));
+}
+
+use skel::{PwSkel, PwSkelBuilder};
+
+const BTF: &str = "/sys/kernel/btf/vmlinux";
+const BPFFS: &str = "/sys/fs/bpf";
+const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+const MAP_CONNS: &str = "conns";
+const MAP_WEIGHTS: &str = "bmc_weights";
+const MAP_STATS: &str = "stats";
+
+fn bpf_err(context: impl Into<String>) -> impl FnOnce(libbpf_rs::Error) -> KernelError {
+    let context = context.into();
+    move |e| KernelError::Bpf {
+        context,
+        source: Box::new(e),
+    }
+}
+
+/// Whether the process runs with effective uid 0 (read from /proc, no unsafe call).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The congestion controls the kernel has registered.
+pub fn available() -> Vec<String> {
+    std::fs::read_to_string(AVAILABLE)
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Checks what loading needs: root, BTF, struct_ops support for tcp_congestion_ops.
+pub fn preflight() -> Result<(), KernelError> {
+    if !is_root() {
+        return Err(KernelError::NotRoot);
+    }
+    let btf = std::fs::read(BTF).map_err(|_| KernelError::NoBtf)?;
+    let needle = b"bpf_struct_ops_tcp_congestion_ops";
+    if !btf.windows(needle.len()).any(|w| w == needle) {
+        return Err(KernelError::NoStructOps(
+            "the kernel's BTF has no bpf_struct_ops_tcp_congestion_ops".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Mounts the BPF file system at /sys/fs/bpf if it is not mounted.
+fn ensure_bpffs() -> Result<(), KernelError> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    if mounts
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(BPFFS) && l.contains(" bpf "))
+    {
+        return Ok(());
+    }
+    let st = std::process::Command::new("mount")
+        .args(["-t", "bpf", "bpf", BPFFS])
+        .status()
+        .map_err(|e| KernelError::io("running mount -t bpf", e))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(KernelError::io(
+            format!("mounting the BPF file system at {BPFFS}"),
+            std::io::Error::other("mount failed"),
+        ))
+    }
+}
+
+/// The controllers of one prefix, loaded and registered by this process.
+pub struct Loaded {
+    prefix: Prefix,
+    skel: PwSkel<'static>,
+    links: Vec<(Algorithm, Link)>,
+}
+
+impl Loaded {
+    /// Loads the programs and registers the five controllers as `PREFIX_lia` …
+    /// Refuses names that are registered already.
+    pub fn load(prefix: &Prefix) -> Result<Loaded, KernelError> {
+        preflight()?;
+        let taken = available();
+        for a in Algorithm::ALL {
+            let name = prefix.name(a);
+            if taken.contains(&name) {
+                return Err(if prefix.pin_dir().join(a.suffix()).exists() {
+                    KernelError::AlreadyLoaded(prefix.to_string())
+                } else {
+                    KernelError::NameTaken(name)
+                });
+            }
+        }
+        // The skeleton borrows its object for as long as it lives; a load lives until the
+        // process ends or the value drops, so the few bytes are leaked on purpose.
+        let object: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = PwSkelBuilder::default()
+            .open(object)
+            .map_err(bpf_err("opening the BPF object"))?;
+        for a in Algorithm::ALL {
+            let name = prefix.name(a);
+            let ops = match a {
+                Algorithm::Lia => open.struct_ops.pw_lia_mut(),
+                Algorithm::Olia => open.struct_ops.pw_olia_mut(),
+                Algorithm::Balia => open.struct_ops.pw_balia_mut(),
+                Algorithm::Coupled => open.struct_ops.pw_coupled_mut(),
+                Algorithm::Bmc => open.struct_ops.pw_bmc_mut(),
+            };
+            ops.name = [0; 16];
+            for (d, s) in ops.name.iter_mut().zip(name.bytes()) {
+                *d = s as _;
+            }
+        }
+        let mut skel = open
+            .load()
+            .map_err(bpf_err("loading the BPF programs (verifier)"))?;
+        let key = (Stat::Version as u32).to_ne_bytes();
+        skel.maps
+            .pw_stats
+            .update(&key, &crate::PROGRAM_VERSION.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf_err("writing the program version"))?;
+        let mut links = Vec::new();
+        for a in Algorithm::ALL {
+            let map = match a {
+                Algorithm::Lia => &mut skel.maps.pw_lia,
+                Algorithm::Olia => &mut skel.maps.pw_olia,
+                Algorithm::Balia => &mut skel.maps.pw_balia,
+                Algorithm::Coupled => &mut skel.maps.pw_coupled,
+                Algorithm::Bmc => &mut skel.maps.pw_bmc,
+            };
+            let link = map
+                .attach_struct_ops()
+                .map_err(bpf_err(format!("registering {}", prefix.name(a))))?;
+            links.push((a, link));
+        }
+        Ok(Loaded {
+            prefix: prefix.clone(),
+            skel,
+            links,
+        })
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &Prefix {
+        &self.prefix
+    }
+
+    /// Pins the links and maps so the controllers stay registered after this process.
+    pub fn pin(&mut self) -> Result<PathBuf, KernelError> {
+        ensure_bpffs()?;
+        let dir = self.prefix.pin_dir();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| KernelError::io(format!("creating {}", dir.display()), e))?;
+        for (a, link) in &mut self.links {
+            let p = dir.join(a.suffix());
+            link.pin(&p)
+                .map_err(bpf_err(format!("pinning {}", p.display())))?;
+        }
+        let maps = [
+            (MAP_CONNS, &mut self.skel.maps.pw_conns),
+            (MAP_WEIGHTS, &mut self.skel.maps.pw_bmc_weights),
+            (MAP_STATS, &mut self.skel.maps.pw_stats),
+        ];
+        for (name, map) in maps {
+            let p = dir.join(name);
+            map.pin(&p)
+                .map_err(bpf_err(format!("pinning {}", p.display())))?;
+        }
+        Ok(dir)
+    }
+
+    /// Every connection entry.
+    pub fn connections(&self) -> Result<Vec<Conn>, KernelError> {
+        read_conns(&self.skel.maps.pw_conns)
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Result<Vec<(Stat, u64)>, KernelError> {
+        read_stats(&self.skel.maps.pw_stats)
+    }
+
+    /// Writes BMC weights for connection `id`.
+    pub fn set_weights(&self, id: u64, w: &[u32; maps::SLOTS]) -> Result<(), KernelError> {
+        write_weights(&self.skel.maps.pw_bmc_weights, id, w)
+    }
+
+    /// The BMC weights held, by connection number.
+    pub fn weights(&self) -> Result<Vec<(u64, [u32; maps::SLOTS])>, KernelError> {
+        let m = &self.skel.maps.pw_bmc_weights;
+        let mut out = Vec::new();
+        for key in m.keys() {
+            let mut k = [0u8; 8];
+            if key.len() == 8 {
+                k.copy_from_slice(&key);
+            }
+            if let Some(v) = m
+                .lookup(&key, MapFlags::ANY)
+                .map_err(bpf_err("reading BMC weights"))?
+            {
+                if let Some(w) = maps::decode_weights(&v) {
+                    out.push((u64::from_ne_bytes(k), w));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn read_conns<M: MapCore>(m: &M) -> Result<Vec<Conn>, KernelError> {
+    let mut out = Vec::new();
+    for key in m.keys() {
+        // BPF_F_LOCK: a consistent copy, taken under the entry's spin lock.
+        if let Some(v) = m
+            .lookup(&key, MapFlags::LOCK)
+            .map_err(bpf_err("reading a connection entry"))?
+        {
+            if let Some(c) = Conn::decode(&v) {
+                out.push(c);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_stats<M: MapCore>(m: &M) -> Result<Vec<(Stat, u64)>, KernelError> {
+    let mut out = Vec::new();
+    for s in Stat::ALL {
+        let v = m
+            .lookup(&(s as u32).to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf_err("reading the counters"))?
+            .unwrap_or_default();
+        let mut b = [0u8; 8];
+        if v.len() == 8 {
+            b.copy_from_slice(&v);
+        }
+        out.push((s, u64::from_ne_bytes(b)));
+    }
+    Ok(out)
+}
+
+fn write_weights<M: MapCore>(m: &M, id: u64, w: &[u32; maps::SLOTS]) -> Result<(), KernelError> {
+    m.update(&id.to_ne_bytes(), &maps::encode_weights(w), MapFlags::ANY)
+        .map_err(bpf_err("writing BMC weights"))
+}
+
+/// The maps of a pinned load.
+pub struct Pinned {
+    /// The prefix.
+    pub prefix: Prefix,
+    conns: MapHandle,
+    weights: MapHandle,
+    stats: MapHandle,
+}
+
+impl Pinned {
+    /// Opens the maps pinned for `prefix`.
+    pub fn open(prefix: &Prefix) -> Result<Pinned, KernelError> {
+        let dir = prefix.pin_dir();
+        if !dir.join(MAP_CONNS).exists() {
+            return Err(KernelError::NotLoaded(prefix.to_string()));
+        }
+        let open = |n: &str| {
+            let p = dir.join(n);
+            MapHandle::from_pinned_path(&p).map_err(bpf_err(format!("opening {}", p.display())))
+        };
+        Ok(Pinned {
+            prefix: prefix.clone(),
+            conns: open(MAP_CONNS)?,
+            weights: open(MAP_WEIGHTS)?,
+            stats: open(MAP_STATS)?,
+        })
+    }
+
+    /// Every connection entry.
+    pub fn connections(&self) -> Result<Vec<Conn>, KernelError> {
+        read_conns(&self.conns)
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Result<Vec<(Stat, u64)>, KernelError> {
+        read_stats(&self.stats)
+    }
+
+    /// Writes BMC weights for connection `id`.
+    pub fn set_weights(&self, id: u64, w: &[u32; maps::SLOTS]) -> Result<(), KernelError> {
+        write_weights(&self.weights, id, w)
+    }
+}
+
+/// Removes the pins of `prefix`: the controllers unregister once no socket uses them.
+/// Returns the algorithms that were pinned.
+pub fn unload(prefix: &Prefix) -> Result<Vec<Algorithm>, KernelError> {
+    if !is_root() {
+        return Err(KernelError::NotRoot);
+    }
+    let dir = prefix.pin_dir();
+    if !dir.exists() {
+        return Err(KernelError::NotLoaded(prefix.to_string()));
+    }
+    let mut removed = Vec::new();
+    for a in Algorithm::ALL {
+        let p = dir.join(a.suffix());
+        if p.exists() {
+            std::fs::remove_file(&p)
+                .map_err(|e| KernelError::io(format!("removing {}", p.display()), e))?;
+            removed.push(a);
+        }
+    }
+    for n in [MAP_CONNS, MAP_WEIGHTS, MAP_STATS] {
+        let p = dir.join(n);
+        if p.exists() {
+            std::fs::remove_file(&p)
+                .map_err(|e| KernelError::io(format!("removing {}", p.display()), e))?;
+        }
+    }
+    std::fs::remove_dir(&dir)
+        .map_err(|e| KernelError::io(format!("removing {}", dir.display()), e))?;
+    let _ = std::fs::remove_dir(PIN_ROOT); // only succeeds when no other prefix is pinned
+    Ok(removed)
+}
+
+/// One pinned prefix as `status` shows it.
+#[derive(Clone, Debug)]
+pub struct PrefixStatus {
+    /// The prefix.
+    pub prefix: Prefix,
+    /// Each algorithm, whether its link is pinned, whether its name is registered, and how
+    /// many connections its entries hold.
+    pub algorithms: Vec<(Algorithm, bool, bool, usize)>,
+    /// Connection entries in the map.
+    pub connections: usize,
+    /// The counters.
+    pub stats: Vec<(Stat, u64)>,
+}
+
+/// The prefixes pinned under /sys/fs/bpf/pathweave (or only `only`).
+pub fn status(only: Option<&Prefix>) -> Result<Vec<PrefixStatus>, KernelError> {
+    if !is_root() {
+        return Err(KernelError::NotRoot);
+    }
+    let mut prefixes = Vec::new();
+    match only {
+        Some(p) => prefixes.push(p.clone()),
+        None => {
+            if let Ok(rd) = std::fs::read_dir(PIN_ROOT) {
+                for e in rd.flatten() {
+                    if let Some(p) = e.file_name().to_str().and_then(|n| Prefix::new(n).ok()) {
+                        prefixes.push(p);
+                    }
+                }
+            }
+            prefixes.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        }
+    }
+    let registered = available();
+    let mut out = Vec::new();
+    for p in prefixes {
+        let pinned = Pinned::open(&p)?;
+        let conns = pinned.connections()?;
+        let algorithms = Algorithm::ALL
+            .into_iter()
+            .map(|a| {
+                let n = conns.iter().filter(|c| c.algo == a.id()).count();
+                (
+                    a,
+                    p.pin_dir().join(a.suffix()).exists(),
+                    registered.contains(&p.name(a)),
+                    n,
+                )
+            })
+            .collect();
+        out.push(PrefixStatus {
+            connections: conns.len(),
+            stats: pinned.stats()?,
+            algorithms,
+            prefix: p,
+        });
+    }
+    Ok(out)
+}

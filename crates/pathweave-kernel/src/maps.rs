@@ -1,0 +1,229 @@
+//! The maps' values as userspace reads them (`src/bpf/pw_intf.h`), decoded from the bytes
+//! libbpf returns. No unsafe: fields are read at their offsets, little- or big-endian as the
+//! machine is.
+
+/// `sizeof(struct pw_conn)`.
+pub const CONN_SIZE: usize = 40 + SLOTS * SLOT_SIZE;
+/// `sizeof(struct pw_slot)`.
+pub const SLOT_SIZE: usize = 40;
+/// `sizeof(struct pw_weights)`.
+pub const WEIGHTS_SIZE: usize = 4 * SLOTS;
+/// Slots per connection (`PW_MAX_PATHS`).
+pub const SLOTS: usize = 8;
+
+/// `pw_slot.flags` bits.
+pub const SLOT_USED: u32 = 1;
+/// The subflow was established with an RTT sample at its last callback.
+pub const SLOT_CAN_SEND: u32 = 2;
+/// The subflow was in fast recovery at its last callback.
+pub const SLOT_RECOVERY: u32 = 4;
+
+/// Indices of `pw_stats` (`enum pw_stat`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Stat {
+    Init = 0,
+    Release,
+    Registered,
+    Unregistered,
+    ConnCreated,
+    ConnDeleted,
+    PlainTcp,
+    NoConnYet,
+    SlotsFull,
+    AlgoMismatch,
+    ConnMissing,
+    MapFull,
+    ReleaseUlpGone,
+    NextId,
+    Version,
+    ListenerConn,
+    Rekeyed,
+}
+
+impl Stat {
+    /// Every counter, in index order.
+    pub const ALL: [Stat; 17] = [
+        Stat::Init,
+        Stat::Release,
+        Stat::Registered,
+        Stat::Unregistered,
+        Stat::ConnCreated,
+        Stat::ConnDeleted,
+        Stat::PlainTcp,
+        Stat::NoConnYet,
+        Stat::SlotsFull,
+        Stat::AlgoMismatch,
+        Stat::ConnMissing,
+        Stat::MapFull,
+        Stat::ReleaseUlpGone,
+        Stat::NextId,
+        Stat::Version,
+        Stat::ListenerConn,
+        Stat::Rekeyed,
+    ];
+
+    /// The name `status` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::Init => "init",
+            Stat::Release => "release",
+            Stat::Registered => "subflows registered",
+            Stat::Unregistered => "subflows unregistered",
+            Stat::ConnCreated => "connections created",
+            Stat::ConnDeleted => "connections deleted",
+            Stat::PlainTcp => "plain TCP sockets",
+            Stat::NoConnYet => "callbacks before the connection was known",
+            Stat::SlotsFull => "subflows beyond 8 (Reno)",
+            Stat::AlgoMismatch => "subflows on another controller than their connection",
+            Stat::ConnMissing => "registered subflows that found no entry",
+            Stat::MapFull => "connections refused, map full",
+            Stat::ReleaseUlpGone => "releases after the subflow context was gone",
+            Stat::NextId => "connection numbers handed out",
+            Stat::Version => "program version",
+            Stat::ListenerConn => "callbacks while the connection was still the listener",
+            Stat::Rekeyed => "subflows moved to another connection",
+        }
+    }
+}
+
+/// One subflow's published state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Slot {
+    /// OLIA's ℓ in bytes.
+    pub loss_interval: u64,
+    /// Bytes acknowledged since the subflow joined.
+    pub acked_bytes: u64,
+    /// Window, packets.
+    pub cwnd: u32,
+    /// Threshold, packets.
+    pub ssthresh: u32,
+    /// 8 × smoothed RTT in µs.
+    pub srtt_us: u32,
+    /// Segment size.
+    pub mss: u32,
+    /// Congestion events.
+    pub losses: u32,
+    /// `SLOT_*` bits.
+    pub flags: u32,
+}
+
+impl Slot {
+    /// Whether a subflow holds this slot.
+    pub fn used(&self) -> bool {
+        self.flags & SLOT_USED != 0
+    }
+    /// Whether the subflow could send at its last callback.
+    pub fn can_send(&self) -> bool {
+        self.flags & SLOT_CAN_SEND != 0
+    }
+}
+
+/// One connection entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conn {
+    /// `PW_ALGO_*`.
+    pub algo: u32,
+    /// Registered subflows.
+    pub subflows: u32,
+    /// Slots in use, one bit each.
+    pub used: u32,
+    /// LIA's cached α.
+    pub alpha: u64,
+    /// Connection number (key of the BMC weights).
+    pub id: u64,
+    /// The slots.
+    pub slots: [Slot; SLOTS],
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    let mut a = [0u8; 4];
+    if let Some(s) = b.get(off..off + 4) {
+        a.copy_from_slice(s);
+    }
+    u32::from_ne_bytes(a)
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    if let Some(s) = b.get(off..off + 8) {
+        a.copy_from_slice(s);
+    }
+    u64::from_ne_bytes(a)
+}
+
+impl Conn {
+    /// Decodes a `struct pw_conn`; `None` if `b` has the wrong size.
+    pub fn decode(b: &[u8]) -> Option<Conn> {
+        if b.len() != CONN_SIZE {
+            return None;
+        }
+        let mut slots = [Slot::default(); SLOTS];
+        for (i, s) in slots.iter_mut().enumerate() {
+            let o = 40 + i * SLOT_SIZE;
+            *s = Slot {
+                loss_interval: u64_at(b, o),
+                acked_bytes: u64_at(b, o + 8),
+                cwnd: u32_at(b, o + 16),
+                ssthresh: u32_at(b, o + 20),
+                srtt_us: u32_at(b, o + 24),
+                mss: u32_at(b, o + 28),
+                losses: u32_at(b, o + 32),
+                flags: u32_at(b, o + 36),
+            };
+        }
+        Some(Conn {
+            algo: u32_at(b, 4),
+            subflows: u32_at(b, 8),
+            used: u32_at(b, 12),
+            alpha: u64_at(b, 24),
+            id: u64_at(b, 32),
+            slots,
+        })
+    }
+}
+
+/// Encodes BMC weights (2^16 = 1) as a `struct pw_weights`.
+pub fn encode_weights(w: &[u32; SLOTS]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+/// Decodes a `struct pw_weights`.
+pub fn decode_weights(b: &[u8]) -> Option<[u32; SLOTS]> {
+    if b.len() != WEIGHTS_SIZE {
+        return None;
+    }
+    let mut w = [0u32; SLOTS];
+    for (i, x) in w.iter_mut().enumerate() {
+        *x = u32_at(b, 4 * i);
+    }
+    Some(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_decodes_from_its_offsets() {
+        let mut b = vec![0u8; CONN_SIZE];
+        b[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        b[8..12].copy_from_slice(&2u32.to_ne_bytes());
+        b[32..40].copy_from_slice(&77u64.to_ne_bytes());
+        let o = 40 + SLOT_SIZE;
+        b[o + 16..o + 20].copy_from_slice(&12u32.to_ne_bytes());
+        b[o + 36..o + 40].copy_from_slice(&(SLOT_USED | SLOT_CAN_SEND).to_ne_bytes());
+        let c = Conn::decode(&b).unwrap();
+        assert_eq!((c.algo, c.subflows, c.id), (3, 2, 77));
+        assert_eq!(c.slots[1].cwnd, 12);
+        assert!(c.slots[1].used() && c.slots[1].can_send());
+        assert!(!c.slots[0].used());
+        assert!(Conn::decode(&b[1..]).is_none());
+    }
+
+    #[test]
+    fn weights_round_trip() {
+        let w = [65536, 0, 3, 4, 5, 6, 7, 8];
+        assert_eq!(decode_weights(&encode_weights(&w)), Some(w));
+    }
+}

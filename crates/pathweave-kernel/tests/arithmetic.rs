@@ -1,0 +1,275 @@
+//! The shared header (src/bpf/pw_arith.h, the code the BPF programs run) against every
+//! `linux`-mode vector of LIA, OLIA and Balia and every weighted-AIMD vector in
+//! reference/vectors.json, and against pathweave-cc's kernel arithmetic on random states.
+
+use pathweave_cc::cc::aimd;
+use pathweave_cc::cc::multipath::balia::kernel_recalc;
+use pathweave_cc::cc::multipath::coupled::fully_coupled_ssthresh;
+use pathweave_cc::cc::multipath::lia::{kernel_alpha, kernel_threshold};
+use pathweave_cc::cc::multipath::olia::{kernel_counter_delta, kernel_epsilon, KernelOliaSample};
+use pathweave_cc::cc::multipath::KernelSample;
+use pathweave_kernel::arith::{self, Sample, WEIGHT_ONE};
+use proptest::prelude::*;
+use serde_json::Value;
+
+fn vectors() -> Value {
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference/vectors.json");
+    let text = std::fs::read_to_string(p).expect("reference/vectors.json is vendored");
+    serde_json::from_str(&text).expect("vectors.json parses")
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().expect("a number")
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().expect("an unsigned integer")
+}
+
+/// The kernel's srtt_us for an RTT in seconds: 8 × µs.
+fn srtt_us(rtt: f64) -> u64 {
+    (rtt * 8e6).round() as u64
+}
+
+fn samples(v: &Value, loss: Option<&str>) -> Vec<Sample> {
+    let w = v["w"].as_array().unwrap();
+    let rtt = v["rtt"].as_array().unwrap();
+    (0..w.len())
+        .map(|i| Sample {
+            cwnd: u(&w[i]),
+            srtt_us: srtt_us(f(&rtt[i])),
+            loss_interval: loss.map_or(0, |k| u(&v[k][i])),
+        })
+        .collect()
+}
+
+/// ACK events until the counter grows the window by one packet.
+fn events_per_packet(t: u64) -> u64 {
+    let mut cnt = 0;
+    let mut n = 1;
+    while !arith::counter_step(&mut cnt, t) {
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn lia_reproduces_every_linux_vector() {
+    let mut checked = 0;
+    for v in vectors()["LIA"].as_array().unwrap() {
+        let s = samples(v, None);
+        let k = &v["kernel"];
+        let (alpha, best) = arith::lia_alpha(&s).unwrap();
+        assert_eq!(alpha, u(&k["alpha_fixed"]), "{}", v["state"]);
+        assert_eq!(best as u64, u(&k["best_path"]), "{}", v["state"]);
+        for (i, p) in k["per_path"].as_array().unwrap().iter().enumerate() {
+            let t = arith::lia_threshold(alpha, s[i].cwnd);
+            assert_eq!(t, u(&p["threshold"]), "{} path {i}", v["state"]);
+            let inc = 1.0 / events_per_packet(t) as f64;
+            assert!((inc - f(&p["inc_per_ack"])).abs() < 1e-12, "{}", v["state"]);
+            assert_eq!(arith::reno_ssthresh(s[i].cwnd), u(&p["loss_new_ssthresh"]));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 13, "LIA per-path vectors checked");
+    println!("LIA: {checked} per-path linux vectors matched");
+}
+
+#[test]
+fn olia_reproduces_every_linux_vector() {
+    let mut checked = 0;
+    for v in vectors()["OLIA"].as_array().unwrap() {
+        let s = samples(v, Some("l_bytes"));
+        let n = s.len() as u64;
+        for (r, p) in v["kernel"]["per_path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let (num, den) = arith::olia_epsilon(&s, r, n);
+            assert_eq!(
+                num,
+                p["eps_num"].as_i64().unwrap(),
+                "{} path {r}",
+                v["state"]
+            );
+            assert_eq!(den, u(&p["eps_den"]), "{} path {r}", v["state"]);
+            let d = arith::olia_counter_delta(&s, r, num, den);
+            assert_eq!(
+                d,
+                p["cnt_delta_per_ack"].as_i64().unwrap(),
+                "{}",
+                v["state"]
+            );
+            // ACK events to +1 packet (none when the counter does not rise).
+            let mut cnt = 0i64;
+            let mut acks = None;
+            for e in 1..=100_000u64 {
+                if arith::olia_counter_step(&mut cnt, d, s[r].cwnd) != s[r].cwnd {
+                    acks = Some(e);
+                    break;
+                }
+            }
+            let acks = if d > 0 { acks } else { None };
+            assert_eq!(
+                acks,
+                p["acks_per_plus1"].as_u64(),
+                "{} path {r}",
+                v["state"]
+            );
+            let loss = &v["ideal"]["per_path"][r]["loss_new_ssthresh_linux"];
+            assert_eq!(arith::reno_ssthresh(s[r].cwnd), u(loss));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 11, "OLIA per-path vectors checked");
+    println!("OLIA: {checked} per-path linux vectors matched");
+}
+
+#[test]
+fn olia_max_window_path_shrinks_in_the_kernel_counter() {
+    // O4: the largest window loses a packet after ⌈1023/17⌉ = 61 ACK events.
+    let v = &vectors()["OLIA"][3];
+    let s = samples(v, Some("l_bytes"));
+    let (num, den) = arith::olia_epsilon(&s, 0, 2);
+    let d = arith::olia_counter_delta(&s, 0, num, den);
+    let mut cnt = 0;
+    let shrunk = (1..=100).find(|_| arith::olia_counter_step(&mut cnt, d, 12) == 11);
+    assert_eq!(shrunk, Some(61));
+}
+
+#[test]
+fn balia_reproduces_every_linux_vector() {
+    let mut checked = 0;
+    for v in vectors()["Balia"].as_array().unwrap() {
+        let s = samples(v, None);
+        let k = &v["kernel"];
+        let mss = u(&k["mss"]);
+        for (r, p) in k["per_path"].as_array().unwrap().iter().enumerate() {
+            let b = arith::balia_recalc(&s, r, mss).unwrap();
+            let state = &v["state"];
+            assert_eq!(b.alpha, u(&p["alpha_int"]), "{state} path {r}");
+            assert_eq!(b.scale_downs, u(&p["scale_downs"]), "{state} path {r}");
+            assert_eq!(b.ai, u(&p["ai"]), "{state} path {r}");
+            assert_eq!(b.md, u(&p["md"]), "{state} path {r}");
+            let ss = arith::balia_ssthresh(s[r].cwnd, b.md);
+            assert_eq!(ss, u(&p["new_ssthresh"]), "{state} path {r}");
+            let inc = 1.0 / events_per_packet(b.ai) as f64;
+            assert!(
+                (inc - f(&p["inc_per_ack"])).abs() < 1e-12,
+                "{state} path {r}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 10, "Balia per-path vectors checked");
+    println!("Balia: {checked} per-path linux vectors matched");
+}
+
+#[test]
+fn weighted_aimd_reproduces_every_vector() {
+    let mut checked = 0;
+    for v in vectors()["BMC"].as_array().unwrap() {
+        let Some(paths) = v.get("aimd").map(|a| a["per_path"].as_array().unwrap()) else {
+            continue; // P1/P2 are the proportion manager's (src/bmc.rs tests them)
+        };
+        for (i, p) in paths.iter().enumerate() {
+            let w = u(&v["w"][i]);
+            let d = f(&p["D"]);
+            let weight = (d * WEIGHT_ONE as f64).round() as u64;
+            // ACKs of one packet each until the window grows: 1/inc_per_ack to within the
+            // weight's 2^-16 rounding.
+            let mut acc = 0;
+            let acks = (1..=1_000_000u64)
+                .find(|_| arith::aimd_step(&mut acc, w, weight, 1) > 0)
+                .unwrap();
+            let want = 1.0 / f(&p["inc_per_ack"]);
+            assert!(
+                (acks as f64 - want).abs() <= 1.0 + want * 1e-4,
+                "{} path {i}: {acks} ACKs, want {want}",
+                v["state"]
+            );
+            let same = aimd::increase_per_ack(d * d, w as f64);
+            assert!((same - f(&p["inc_per_ack"])).abs() < 1e-12);
+            // b = ½ in whole packets: ssthresh ⌊w/2⌋, so the cut is the vector's w/2 rounded up.
+            let cut = w - arith::aimd_ssthresh(w);
+            assert_eq!(cut, f(&p["loss_decrease"]).ceil() as u64);
+            assert!((aimd::loss_decrease(0.5, w as f64) - f(&p["loss_decrease"])).abs() < 1e-12);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 7, "weighted AIMD per-path vectors checked");
+    println!("weighted AIMD: {checked} per-path vectors matched");
+}
+
+#[test]
+fn bmc_weights_in_use_are_shares_of_the_usable_subflows() {
+    let half = WEIGHT_ONE / 2;
+    assert_eq!(arith::bmc_effective_weight(&[half, half], 0), half);
+    // A missing weight counts as the equal share; a lone subflow is Reno.
+    assert_eq!(arith::bmc_effective_weight(&[0, 0], 1), half);
+    assert_eq!(
+        arith::bmc_effective_weight(&[WEIGHT_ONE / 5], 0),
+        WEIGHT_ONE
+    );
+}
+
+#[test]
+fn fully_coupled_matches_pathweave_cc() {
+    for (own, total) in [(10u64, 15u64), (10, 10), (3, 20), (40, 41), (1, 1)] {
+        let want = fully_coupled_ssthresh(own as f64, total as f64, 2.0, 1.0).floor() as u64;
+        assert_eq!(arith::coupled_ssthresh(own, total), want, "{own}/{total}");
+    }
+    // Δw = acked/W: W ACKs of one packet grow the window by one.
+    let mut cnt = 0;
+    let grown: u64 = (0..30).map(|_| arith::coupled_step(&mut cnt, 15, 1)).sum();
+    assert_eq!(grown, 2);
+}
+
+fn kernel(s: &[Sample]) -> Vec<KernelSample> {
+    s.iter()
+        .map(|x| KernelSample {
+            cwnd: x.cwnd,
+            srtt_us: x.srtt_us,
+        })
+        .collect()
+}
+
+fn state() -> impl Strategy<Value = Vec<Sample>> {
+    // Windows up to 1000 packets, RTTs from 10 to 100 ms and loss intervals up to 1 MB, where
+    // no 64-bit intermediate overflows. Beyond them (OLIA's squared rate sum at RTT ratios
+    // of a few hundred, ℓ·srtt² for large ℓ) the header saturates, as the 64-bit kernel code
+    // overflowed, while pathweave-cc computes in 128 bits.
+    prop::collection::vec((1u64..1000, 80_000u64..800_000, 0u64..1_000_000), 1..=4).prop_map(|v| {
+        v.into_iter()
+            .map(|(cwnd, srtt_us, loss_interval)| Sample {
+                cwnd,
+                srtt_us,
+                loss_interval,
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #[test]
+    fn the_header_agrees_with_pathweave_cc(s in state(), mss in 500u64..9000) {
+        let k = kernel_alpha(&kernel(&s)).unwrap();
+        let (alpha, best) = arith::lia_alpha(&s).unwrap();
+        prop_assert_eq!((alpha, best), (k.alpha, k.best));
+        for (r, x) in s.iter().enumerate() {
+            prop_assert_eq!(arith::lia_threshold(alpha, x.cwnd), kernel_threshold(k.alpha, x.cwnd));
+            let b = arith::balia_recalc(&s, r, mss).unwrap();
+            let c = kernel_recalc(&kernel(&s), r, mss).unwrap();
+            prop_assert_eq!((b.alpha, b.scale_downs as u32, b.ai, b.md), (c.alpha, c.scale_downs, c.ai, c.md));
+            let o: Vec<KernelOliaSample> = s.iter().map(|y| KernelOliaSample {
+                cwnd: y.cwnd, srtt_us: y.srtt_us, loss_interval: y.loss_interval,
+            }).collect();
+            let e = kernel_epsilon(&o, r, s.len() as u64);
+            let (num, den) = arith::olia_epsilon(&s, r, s.len() as u64);
+            prop_assert_eq!((num, den), (e.num, e.den));
+            prop_assert_eq!(arith::olia_counter_delta(&s, r, num, den), kernel_counter_delta(&o, r, e));
+        }
+    }
+}

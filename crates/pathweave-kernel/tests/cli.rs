@@ -1,0 +1,112 @@
+//! The `pathweave-kernel` command: exit codes and messages for bad input and for machines or
+//! states that cannot work, and a load → status → unload round trip (root; skipped elsewhere).
+#![cfg(feature = "bpf")]
+
+mod support;
+
+use pathweave_kernel::loader::Loaded;
+use pathweave_kernel::{Algorithm, Prefix};
+use std::process::{Command, Output};
+use support::{prefix, root_test};
+
+fn kernel(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pathweave-kernel"))
+        .args(args)
+        .output()
+        .expect("the command runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn bad_arguments_exit_2_naming_what_is_allowed() {
+    let o = kernel(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("allowed: load, unload, status, bmc-manager"));
+    let o = kernel(&["load", "--prefix", "Bad-Name"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("a-z"), "{}", stderr(&o));
+    let o = kernel(&["bmc-manager", "--k", "9"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--k"), "{}", stderr(&o));
+    let o = kernel(&["status", "--verbose"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!stderr(&o).contains("panicked"));
+}
+
+#[test]
+fn loading_without_root_exits_2() {
+    if Command::new("setpriv").arg("--version").output().is_err()
+        || !pathweave_kernel::loader::is_root()
+    {
+        println!("skipped: needs root and setpriv to drop privileges");
+        return;
+    }
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_pathweave-kernel"))
+        .args(["load", "--prefix", "nobody"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs root"), "{}", stderr(&o));
+}
+
+#[test]
+fn load_status_unload_round_trip_and_names_taken() {
+    let Some(_g) = root_test() else {
+        return;
+    };
+    let p = prefix('y');
+    // A name registered by another program (here an unpinned load of this test) is refused.
+    {
+        let other = Loaded::load(&Prefix::new(&p).unwrap()).unwrap();
+        let o = kernel(&["load", "--prefix", &p]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("registered by another program"),
+            "{}",
+            stderr(&o)
+        );
+        drop(other);
+    }
+    // Unregistration after the links drop is asynchronous.
+    let name = Prefix::new(&p).unwrap().name(Algorithm::Lia);
+    for _ in 0..50 {
+        if !pathweave_kernel::loader::available().contains(&name) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = kernel(&["load", "--prefix", &p]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let result = std::panic::catch_unwind(|| {
+        assert!(pathweave_kernel::loader::available().contains(&name));
+        let again = kernel(&["load", "--prefix", &p]);
+        assert_eq!(again.status.code(), Some(2));
+        assert!(
+            stderr(&again).contains("already loaded"),
+            "{}",
+            stderr(&again)
+        );
+        let s = kernel(&["status", "--prefix", &p]);
+        assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
+        let out = String::from_utf8_lossy(&s.stdout).into_owned();
+        assert!(out.contains("program version 1"), "{out}");
+        assert!(
+            out.contains(&format!("{p}_coupled")) && out.contains("registered"),
+            "{out}"
+        );
+    });
+    let o = kernel(&["unload", "--prefix", &p]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!Prefix::new(&p).unwrap().pin_dir().exists());
+    let o = kernel(&["unload", "--prefix", &p]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no controllers"), "{}", stderr(&o));
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
