@@ -463,39 +463,38 @@ def test_emulation_without_root_is_refused_naming_the_capability(tmp_path: Path)
     assert "CAP_NET_ADMIN" in out.stderr
 
 
+def _emulate_unshared(tmp_path: Path, text: str, unshare: str, setup: str) -> str:
+    """Run `pathweave emulate` in a new namespace (`unshare` flag) after shell `setup`; it must
+    be refused (exit 2) without writing anything. Returns its stderr."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux)")
+    path = _scenario(tmp_path, text)
+    cmd = " ".join(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
+    out = subprocess.run(
+        ["unshare", unshare, "sh", "-c", f"{setup} && {cmd}"], capture_output=True, text=True
+    )
+    assert out.returncode == 2, out.stderr
+    assert not (tmp_path / "out").exists()
+    return out.stderr
+
+
 @needs_root
 def test_mptcp_disabled_is_refused_naming_the_sysctl(tmp_path: Path) -> None:
     # net.mptcp.enabled is per network namespace: run the command in a fresh one with it off.
-    if shutil.which("unshare") is None:
-        pytest.skip("needs unshare (util-linux)")
-    path = _scenario(tmp_path, _two_paths("5s", b='rate = "10Mbps"\ndelay = "10ms"'))
-    cmd = " ".join([*_cli("emulate", str(path), "--out", str(tmp_path / "out"))])
-    out = subprocess.run(
-        ["unshare", "--net", "sh", "-c", f"sysctl -qw net.mptcp.enabled=0 && {cmd}"],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 2, out.stderr
-    assert "MPTCP is disabled" in out.stderr
-    assert "net.mptcp.enabled" in out.stderr
-    assert not (tmp_path / "out").exists()
+    text = _two_paths("5s", b='rate = "10Mbps"\ndelay = "10ms"')
+    err = _emulate_unshared(tmp_path, text, "--net", "sysctl -qw net.mptcp.enabled=0")
+    assert "MPTCP is disabled" in err
+    assert "net.mptcp.enabled" in err
 
 
 @needs_root
 def test_a_missing_tun_device_is_refused(tmp_path: Path) -> None:
     # A private mount namespace whose /dev/net is empty.
-    if shutil.which("unshare") is None:
-        pytest.skip("needs unshare (util-linux)")
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
-    path = _scenario(tmp_path, _one_link(10, flow))
-    cmd = " ".join([*_cli("emulate", str(path), "--out", str(tmp_path / "out"))])
-    out = subprocess.run(
-        ["unshare", "--mount", "sh", "-c", f"mount -t tmpfs none /dev/net && {cmd}"],
-        capture_output=True,
-        text=True,
+    err = _emulate_unshared(
+        tmp_path, _one_link(10, flow), "--mount", "mount -t tmpfs none /dev/net"
     )
-    assert out.returncode == 2, out.stderr
-    assert "/dev/net/tun is missing" in out.stderr
+    assert "/dev/net/tun is missing" in err
 
 
 def test_refusals_raise_before_anything_is_made(tmp_path: Path) -> None:
