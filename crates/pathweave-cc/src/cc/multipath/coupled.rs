@@ -23,8 +23,8 @@
 
 use crate::cc::multipath::config::{check_range, ConfigError, Counting, WindowConfig};
 use crate::cc::multipath::subflow::{
-    end_recovery_at, ensure_slot, enter_recovery_at, is_coupled, slot_mut, subflow_metrics,
-    timeout_at, usable_paths, window_of, Subflow,
+    add_subflow, end_recovery_at, ensure_slot, enter_recovery_at, is_coupled, remove_subflow,
+    slot_mut, subflow_metrics, timeout_at, usable_paths, window_of, Subflow,
 };
 use crate::cc::multipath::{MultipathController, Paths};
 use crate::cc::{Ack, CongestionEvent, Metrics, PathId, Rto};
@@ -169,14 +169,11 @@ impl FullyCoupled {
 
 impl MultipathController for FullyCoupled {
     fn on_path_added(&mut self, p: PathId, _now: Instant, mss: Bytes) {
-        ensure_slot(&mut self.paths, p.0 as usize);
-        self.paths[p.0 as usize] = Some(Subflow::new(mss, &self.cfg.window));
+        add_subflow(&mut self.paths, p, mss, &self.cfg.window);
     }
 
     fn on_path_removed(&mut self, p: PathId) {
-        if let Some(s) = self.paths.get_mut(p.0 as usize) {
-            *s = None;
-        }
+        remove_subflow(&mut self.paths, p);
     }
 
     fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) {

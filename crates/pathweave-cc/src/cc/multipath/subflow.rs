@@ -411,6 +411,24 @@ pub(crate) fn subflow_metrics(slots: &[Option<Subflow>], p: PathId) -> Metrics {
         .map_or_else(Metrics::default, Subflow::metrics)
 }
 
+/// A fresh subflow in path `p`'s slot (a path joins).
+pub(crate) fn add_subflow(
+    slots: &mut Vec<Option<Subflow>>,
+    p: PathId,
+    mss: Bytes,
+    window: &WindowConfig,
+) {
+    ensure_slot(slots, p.0 as usize);
+    slots[p.0 as usize] = Some(Subflow::new(mss, window));
+}
+
+/// Empty path `p`'s slot (a path leaves).
+pub(crate) fn remove_subflow(slots: &mut [Option<Subflow>], p: PathId) {
+    if let Some(s) = slots.get_mut(p.0 as usize) {
+        *s = None;
+    }
+}
+
 /// Grows `slots` so that index `i` exists.
 pub(crate) fn ensure_slot<T>(slots: &mut Vec<Option<T>>, i: usize) {
     if slots.len() <= i {
