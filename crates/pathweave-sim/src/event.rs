@@ -146,23 +146,45 @@ impl Default for Wheel {
 }
 
 impl Wheel {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, e: Entry) {
         self.len += 1;
         let abs = e.time >> BUCKET_SHIFT;
         if abs <= self.cur_abs {
-            // The current bucket (or, for a time already passed, before it): keep it sorted.
-            let k = e.key();
-            let mut i = self.current.len();
-            while i > self.pos && self.current[i - 1].key() > k {
-                i -= 1;
-            }
-            self.current.insert(i, e);
+            self.push_current(e);
         } else if abs - self.cur_abs < WHEEL {
             self.file(abs, e);
         } else {
-            self.overflow.push(Reverse(e));
+            self.push_overflow(e);
         }
+    }
+
+    /// An event of the current bucket (or, for a time already passed, before it): keep the
+    /// bucket sorted. It usually belongs at the end.
+    #[inline(always)]
+    fn push_current(&mut self, e: Entry) {
+        let k = e.key();
+        match self.current.last() {
+            Some(last) if self.current.len() > self.pos && last.key() > k => {
+                self.insert_current(e)
+            }
+            _ => self.current.push(e),
+        }
+    }
+
+    #[inline(never)]
+    fn insert_current(&mut self, e: Entry) {
+        let k = e.key();
+        let mut i = self.current.len();
+        while i > self.pos && self.current[i - 1].key() > k {
+            i -= 1;
+        }
+        self.current.insert(i, e);
+    }
+
+    #[cold]
+    fn push_overflow(&mut self, e: Entry) {
+        self.overflow.push(Reverse(e));
     }
 
     /// Put `e` (of absolute bucket `abs`, within the span) into its bucket.
@@ -316,7 +338,7 @@ impl Scheduler {
         }
     }
     /// Queue an event for `c` at `t`.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, t: Instant, c: ComponentId) {
         let seq = self.seq;
         self.seq += 1;
@@ -370,7 +392,7 @@ pub struct Timer {
 
 impl Timer {
     /// Make sure the component is woken no later than `t`.
-    #[inline]
+    #[inline(always)]
     pub fn arm(&mut self, t: Instant, c: ComponentId, s: &mut Scheduler) {
         if self.scheduled.is_none_or(|old| t < old) {
             s.push(t, c);

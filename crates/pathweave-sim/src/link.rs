@@ -112,69 +112,65 @@ struct Slot {
 #[derive(Debug, Default)]
 struct Ring {
     buf: Vec<Slot>,
+    /// `buf.len() - 1` once allocated.
+    mask: usize,
     head: usize,
     len: usize,
 }
 
 impl Ring {
-    #[inline]
-    fn mask(&self) -> usize {
-        self.buf.len().wrapping_sub(1)
+    /// Entry `i` from the front; `i < len`.
+    #[inline(always)]
+    fn at(&self, i: usize) -> &Slot {
+        &self.buf[(self.head + i) & self.mask]
     }
-    #[inline]
+    #[inline(always)]
+    fn at_mut(&mut self, i: usize) -> &mut Slot {
+        let m = self.mask;
+        &mut self.buf[(self.head + i) & m]
+    }
+    #[inline(always)]
     fn get(&self, i: usize) -> Option<&Slot> {
-        if i < self.len {
-            self.buf.get((self.head + i) & self.mask())
-        } else {
-            None
-        }
+        (i < self.len).then(|| self.at(i))
     }
-    #[inline]
-    fn get_mut(&mut self, i: usize) -> Option<&mut Slot> {
-        if i < self.len {
-            let m = self.mask();
-            self.buf.get_mut((self.head + i) & m)
-        } else {
-            None
-        }
-    }
-    #[inline]
+    #[inline(always)]
     fn front(&self) -> Option<&Slot> {
         self.get(0)
     }
-    #[inline]
+    #[inline(always)]
     fn back(&self) -> Option<&Slot> {
-        self.len.checked_sub(1).and_then(|i| self.get(i))
+        self.len.checked_sub(1).map(|i| self.at(i))
     }
-    #[inline]
+    #[inline(always)]
     fn push_back(&mut self, s: Slot) {
         if self.len == self.buf.len() {
             self.grow(s);
         }
-        let m = self.mask();
-        if let Some(x) = self.buf.get_mut((self.head + self.len) & m) {
-            *x = s;
-        }
+        let i = self.len;
+        *self.at_mut(i) = s;
         self.len += 1;
     }
     #[cold]
+    #[inline(never)]
     fn grow(&mut self, fill: Slot) {
         let cap = (2 * self.buf.len()).max(4);
         let mut buf = Vec::with_capacity(cap);
-        buf.extend((0..self.len).filter_map(|i| self.get(i).copied()));
+        buf.extend((0..self.len).map(|i| *self.at(i)));
         buf.resize(cap, fill);
         self.buf = buf;
+        self.mask = cap - 1;
         self.head = 0;
     }
-    #[inline]
-    fn pop_front(&mut self) -> Option<Slot> {
-        let s = *self.front()?;
-        self.head = (self.head + 1) & self.mask();
+    /// Remove the front entry; `len > 0`.
+    #[inline(always)]
+    fn pop_front(&mut self) -> Slot {
+        let s = *self.at(0);
+        self.head = (self.head + 1) & self.mask;
         self.len -= 1;
-        Some(s)
+        s
     }
     fn iter(&self) -> impl Iterator<Item = &Slot> + '_ {
-        (0..self.len).filter_map(|i| self.get(i))
+        (0..self.len).map(|i| self.at(i))
     }
 }
 
@@ -329,9 +325,10 @@ impl LinkDir {
     }
 
     /// Move packets whose transmission has started by `now` out of the waiting count.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, now: Instant) {
-        while let Some(s) = self.ring.get(self.started) {
+        while self.started < self.ring.len {
+            let s = self.ring.at(self.started);
             if s.start > now {
                 break;
             }
@@ -496,15 +493,12 @@ impl LinkDir {
         let mut free = last_started.map_or(now, |s| s.end.max(now));
         let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
         for i in self.started..self.ring.len {
-            let Some(size) = self.ring.get(i).map(|s| s.size) else {
-                break;
-            };
+            let size = self.ring.at(i).size;
             let (start, end, arrive) = self.plan(size, free, prev);
-            if let Some(s) = self.ring.get_mut(i) {
-                s.start = start;
-                s.end = end;
-                s.arrive = arrive;
-            }
+            let s = self.ring.at_mut(i);
+            s.start = start;
+            s.end = end;
+            s.arrive = arrive;
             free = end;
             prev = arrive;
         }
@@ -535,19 +529,19 @@ impl LinkDir {
     }
 
     /// The link's event fired at `now`: true if it is live (call [`LinkDir::pop_arrived`]).
-    #[inline]
+    #[inline(always)]
     pub fn fire(&mut self, now: Instant) -> bool {
         self.timer.fire(now)
     }
 
     /// Take the next packet that has reached the far end by `now`; `Err` carries a packet lost
     /// on the wire, which the caller frees.
-    #[inline]
+    #[inline(always)]
     pub fn pop_arrived(&mut self, now: Instant) -> Option<Result<PacketId, PacketId>> {
         if self.ring.front()?.arrive > now {
             return None;
         }
-        let s = self.ring.pop_front()?;
+        let s = self.ring.pop_front();
         // The head has certainly started transmitting by now; if it was still counted as
         // waiting, count it out (later packets are counted out by `advance` when needed).
         if self.started == 0 {
@@ -567,7 +561,7 @@ impl LinkDir {
     }
 
     /// After popping, schedule the next head arrival.
-    #[inline]
+    #[inline(always)]
     pub fn rearm(&mut self, sched: &mut Scheduler) {
         if let Some(head) = self.ring.front() {
             if head.arrive != Instant::MAX {

@@ -39,8 +39,11 @@ pub struct Net {
     pub pool: PacketPool,
     /// Every link direction, indexed by the ids routes use.
     pub links: Vec<LinkDir>,
-    /// Routes as lists of link-direction indices; packets carry their route's index.
-    pub routes: Vec<Vec<u32>>,
+    /// Every route's link-direction indices, one route after another, each followed by
+    /// [`Net::END`]; a packet in the network carries its position in this table as `hop`.
+    hops: Vec<u32>,
+    /// Where each route starts in `hops`; packets are created with their route's index.
+    route_start: Vec<u32>,
     /// Conservation counters.
     pub counters: Conservation,
     /// Data packets dropped (queue or wire), per flow.
@@ -48,13 +51,43 @@ pub struct Net {
 }
 
 impl Net {
-    /// Create `p` at its flow's first hop.
-    pub fn send(&mut self, p: Packet) {
-        self.counters.created += 1;
-        let id = self.pool.alloc(p);
-        self.enter_hop(id);
+    /// Marks the end of a route in the hop table.
+    const END: u32 = u32::MAX;
+
+    /// An idle network at time zero over `links`, with `routes` as lists of link-direction
+    /// indices (a packet names its route by its index in this list) and `flows` flows.
+    pub fn new(sched: Scheduler, links: Vec<LinkDir>, routes: &[Vec<u32>], flows: usize) -> Net {
+        let mut hops = Vec::with_capacity(routes.iter().map(|r| r.len() + 1).sum());
+        let mut route_start = Vec::with_capacity(routes.len());
+        for r in routes {
+            route_start.push(hops.len() as u32);
+            hops.extend_from_slice(r);
+            hops.push(Self::END);
+        }
+        Net {
+            now: Instant::ZERO,
+            sched,
+            pool: PacketPool::new(),
+            links,
+            hops,
+            route_start,
+            counters: Conservation::default(),
+            flow_drops: vec![0; flows],
+        }
     }
 
+    /// Create `p` at its flow's first hop.
+    #[inline]
+    pub fn send(&mut self, mut p: Packet) {
+        self.counters.created += 1;
+        p.hop = self.route_start[p.route as usize];
+        let link = self.hops[p.hop as usize] as usize;
+        let size = p.size;
+        let id = self.pool.alloc(p);
+        self.offer(link, id, size);
+    }
+
+    #[cold]
     fn drop_packet(&mut self, id: PacketId, wire: bool) {
         let p = *self.pool.get(id);
         if wire {
@@ -68,12 +101,9 @@ impl Net {
         self.pool.free(id);
     }
 
-    /// Offer packet `id` to the link of its current hop.
-    #[inline]
-    fn enter_hop(&mut self, id: PacketId) {
-        let p = self.pool.get(id);
-        let link = self.routes[p.route as usize][p.hop as usize] as usize;
-        let size = p.size;
+    /// Offer packet `id` of `size` bytes to link direction `link`.
+    #[inline(always)]
+    fn offer(&mut self, link: usize, id: PacketId, size: u32) {
         if self.links[link].offer(id, size, self.now, &mut self.sched) == Offer::Dropped {
             self.drop_packet(id, false);
         }
@@ -93,9 +123,10 @@ impl Net {
         };
         let p = self.pool.get_mut(id);
         p.hop += 1;
-        let (flow, kind, hop, route) = (p.flow, p.kind, p.hop as usize, p.route as usize);
-        if hop < self.routes[route].len() {
-            self.enter_hop(id);
+        let (flow, kind, size) = (p.flow, p.kind, p.size);
+        let link = self.hops[p.hop as usize];
+        if link != Self::END {
+            self.offer(link as usize, id, size);
             Some(None)
         } else {
             self.counters.delivered += 1;

@@ -35,8 +35,9 @@ pub struct Packet {
     pub size: u32,
     /// Payload bytes.
     pub payload: u32,
-    /// Which hop of its route the packet is on.
-    pub hop: u16,
+    /// Inside the network: its current hop, as a position in the network's hop table
+    /// (set when the packet is sent).
+    pub hop: u32,
     /// Number of valid entries in `sack`.
     pub nsack: u8,
     /// Data: subflow segment number. Datagram: sequence number.

@@ -3,7 +3,7 @@
 
 use crate::event::{ComponentId, Kind, Scheduler, Timer};
 use crate::net::Net;
-use crate::packet::{PacketKind, PacketPool};
+use crate::packet::PacketKind;
 use crate::results::*;
 use crate::rng::{Purpose, Stream};
 use crate::scenario::{FlowKind, LinkChange, Scenario};
@@ -82,15 +82,7 @@ impl Simulation {
             }
             flow_routes.push(pairs);
         }
-        let mut net = Net {
-            now: Instant::ZERO,
-            sched,
-            pool: PacketPool::new(),
-            links,
-            routes,
-            counters: Default::default(),
-            flow_drops: vec![0; scenario.flows.len()],
-        };
+        let mut net = Net::new(sched, links, &routes, scenario.flows.len());
         let mut flows = Vec::with_capacity(scenario.flows.len());
         for (i, f) in scenario.flows.iter().enumerate() {
             let window = (f.start, f.stop);
