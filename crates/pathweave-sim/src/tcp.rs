@@ -328,10 +328,12 @@ impl TcpSender {
         // Subflow-internal work first: retransmissions do not need the scheduler.
         match self.cfg.scheduler {
             SchedulerKind::MinRtt => {
-                self.order.sort_by_key(|&i| {
-                    let s = &self.subs[i];
-                    (s.srtt().map_or(u64::MAX, |d| d.as_nanos()), i)
-                });
+                if n > 1 {
+                    self.order.sort_by_key(|&i| {
+                        let s = &self.subs[i];
+                        (s.srtt().map_or(u64::MAX, |d| d.as_nanos()), i)
+                    });
+                }
                 for k in 0..n {
                     let i = self.order[k];
                     self.subs[i].send(
@@ -457,21 +459,26 @@ impl TcpSender {
     }
 
     fn arm(&mut self, net: &mut Net) {
-        let mut next = [
-            (!self.started).then_some(self.start),
-            self.stop.filter(|_| self.started && !self.stopped),
-            self.toggle_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        // The earliest of the start, the stop, the next traffic toggle and every subflow's
+        // join, leave or retransmission deadline.
+        let mut next = if self.started {
+            match self.stop {
+                Some(t) if !self.stopped => t,
+                _ => Instant::MAX,
+            }
+        } else {
+            self.start
+        };
+        if let Some(t) = self.toggle_at {
+            next = next.min(t);
+        }
         for s in &self.subs {
             if let Some(t) = s.next_deadline() {
-                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+                next = next.min(t);
             }
         }
-        if let Some(t) = next {
-            self.timer.arm(t, self.comp, &mut net.sched);
+        if next != Instant::MAX {
+            self.timer.arm(next, self.comp, &mut net.sched);
         }
     }
 

@@ -43,14 +43,21 @@ struct Reorder {
 impl Reorder {
     /// Record segment `seq` with `payload` bytes; returns the bytes that became in order, or
     /// `None` for a duplicate.
+    #[inline(always)]
     fn insert(&mut self, seq: u64, payload: u32) -> Option<u64> {
-        if seq < self.next {
-            return None;
-        }
         if seq == self.next && self.count == 0 {
             // The common case: in order with nothing held.
             self.next += 1;
             return Some(payload as u64);
+        }
+        self.insert_slow(seq, payload)
+    }
+
+    /// [`Reorder::insert`] for a duplicate, an out-of-order segment or one filling a gap.
+    #[inline(never)]
+    fn insert_slow(&mut self, seq: u64, payload: u32) -> Option<u64> {
+        if seq < self.next {
+            return None;
         }
         let k = (seq - self.next) as usize;
         if self.held.len() <= k {

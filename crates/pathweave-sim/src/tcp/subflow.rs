@@ -474,7 +474,12 @@ impl Subflow {
             if let Some(r) = sample {
                 self.rtt.on_sample(r);
             }
-            let bytes: u64 = self.segs.drain(..newly).map(|s| s.payload as u64).sum();
+            let mut bytes = 0u64;
+            for _ in 0..newly {
+                if let Some(s) = self.segs.pop_front() {
+                    bytes += s.payload as u64;
+                }
+            }
             self.snd_una = ack;
             self.snd_nxt = self.snd_nxt.max(ack);
             self.dupacks = 0;
