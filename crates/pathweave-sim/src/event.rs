@@ -292,8 +292,32 @@ impl Wheel {
         if self.words[b / 64] == 0 {
             self.summary &= !(1 << (b / 64));
         }
-        self.current.sort_unstable_by_key(Entry::key);
+        sort_bucket(&mut self.current);
         true
+    }
+}
+
+/// Sort a bucket by key. Buckets are small, so an insertion sort (comparing the time first
+/// and the sequence only on a tie) beats the library's general sort; a large bucket takes
+/// the library's.
+#[inline]
+fn sort_bucket(v: &mut [Entry]) {
+    if v.len() > 32 {
+        v.sort_unstable_by_key(Entry::key);
+        return;
+    }
+    for i in 1..v.len() {
+        let e = v[i];
+        let before = |x: &Entry| x.time > e.time || (x.time == e.time && x.seq > e.seq);
+        if !before(&v[i - 1]) {
+            continue;
+        }
+        let mut j = i;
+        while j > 0 && before(&v[j - 1]) {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = e;
     }
 }
 
