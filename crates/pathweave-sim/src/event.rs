@@ -165,9 +165,7 @@ impl Wheel {
     fn push_current(&mut self, e: Entry) {
         let k = e.key();
         match self.current.last() {
-            Some(last) if self.current.len() > self.pos && last.key() > k => {
-                self.insert_current(e)
-            }
+            Some(last) if self.current.len() > self.pos && last.key() > k => self.insert_current(e),
             _ => self.current.push(e),
         }
     }
