@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python lint bench bench-emulate slow docs fuzz fuzz-short clean kernel kernel-deps
+.PHONY: setup demo test test-rust test-python lint bench bench-emulate bench-kernel slow docs fuzz fuzz-short clean kernel kernel-deps
 
 # crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
 # zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
@@ -16,15 +16,18 @@ RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 KERNEL_APT := clang bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 KERNEL_BPF_OK = command -v clang >/dev/null 2>&1 && { command -v bpftool >/dev/null 2>&1 || test -x /usr/sbin/bpftool; } && test -f /usr/include/bpf/bpf_helpers.h && test -f /usr/include/libelf.h && test -f /usr/include/zlib.h && command -v pkg-config >/dev/null 2>&1 && test -e /sys/kernel/btf/vmlinux
 KERNEL_FEATURES = $$( { $(KERNEL_BPF_OK); } || echo --no-default-features )
+# The extension's emulator loads the BPF controllers itself where they build.
+PY_FEATURES = $$( { $(KERNEL_BPF_OK); } && echo --features kernel )
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# Build the Rust extension in release mode and install the package with its test extras.
-$(STAMP): $(BIN)/python $(RUST_SOURCES)
+# Build the Rust extension in release mode and install the package with its test extras
+# (after kernel-deps, which decides whether the emulator gets the BPF controllers).
+$(STAMP): $(BIN)/python $(RUST_SOURCES) $(shell find crates/pathweave-kernel/src/bpf -type f) | kernel-deps
 	$(BIN)/pip install --quiet 'maturin>=1.7,<2'
-	$(BIN)/maturin develop --release --quiet -E test
+	$(BIN)/maturin develop --release --quiet -E test $(PY_FEATURES)
 	touch $(STAMP)
 
 setup: $(STAMP) kernel
@@ -62,6 +65,7 @@ test-python: setup
 lint: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --exclude pathweave-kernel --all-targets -- -D warnings
+	cargo clippy -p pathweave-emu --all-targets $$( { $(KERNEL_BPF_OK); } && echo --features kernel ) -- -D warnings
 	cargo clippy -p pathweave-kernel --all-targets $(KERNEL_FEATURES) -- -D warnings
 	cargo clippy -p pathweave-kernel --all-targets --no-default-features -- -D warnings
 	$(BIN)/ruff check python tests bench
@@ -92,6 +96,10 @@ bench: setup
 # Real-time capacity and lateness of the link emulator (root).
 bench-emulate: setup
 	$(BIN)/python bench/emulate.py
+
+# CPU cost per ACK of the BPF controllers (root, BTF, the BPF build).
+bench-kernel: setup
+	$(BIN)/python bench/kernel.py
 
 clean:
 	rm -rf $(VENV) target results

@@ -446,7 +446,7 @@ def test_an_algorithm_without_a_kernel_controller_is_refused(tmp_path: Path) -> 
     out = subprocess.run(_cli("emulate", str(path)), capture_output=True, text=True)
     assert out.returncode == 2
     assert 'algorithm "veno" cannot be emulated' in out.stderr
-    assert "this kernel runs: reno, uncoupled" in out.stderr
+    assert "this build runs: reno, uncoupled" in out.stderr
 
 
 def test_a_scenario_too_large_for_real_time_is_refused(tmp_path: Path) -> None:

@@ -521,6 +521,15 @@ def _emulation_summary(report: dict[str, object]) -> None:
         f"(limit {report['lateness_limit_ms']:.3f} ms); "
         f"emulator drops {report['emulator_drops']}, device drops {report['device_drops']}"
     )
+    prefix = report.get("controllers_prefix")
+    if prefix:
+        algorithms = report["kernel_algorithms"]
+        assert isinstance(algorithms, list)
+        used = sorted({a for a in algorithms if str(a).startswith(f"{prefix}_")})
+        console.print(
+            f"kernel controllers: {', '.join(used)} (loaded for this run, gone with it); "
+            f"BMC weights written: {report['weight_updates']}"
+        )
     if report["reliable"]:
         console.print("timing: reliable")
     else:

@@ -91,6 +91,8 @@ pub(crate) enum AppKind {
         mptcp: bool,
         congestion: String,
         traffic: Traffic,
+        /// The scenario's connection-level receive buffer (bytes), if it sets one.
+        receive_buffer: Option<u64>,
     },
     Cbr {
         interval_ns: u64,
@@ -121,8 +123,20 @@ pub(crate) fn listen(spec: &AppSpec) -> Result<OwnedFd, String> {
     sys::enter_netns(&crate::lab::netns_path(&spec.receiver_ns))
         .map_err(|e| io_err("entering the receiver's namespace", e))?;
     match &spec.kind {
-        AppKind::Tcp { mptcp, .. } => {
+        AppKind::Tcp {
+            mptcp,
+            receive_buffer,
+            ..
+        } => {
             let fd = sys::stream_socket(*mptcp).map_err(|e| io_err("socket", e))?;
+            if let Some(b) = receive_buffer {
+                // Accepted sockets inherit it. Linux doubles the value for its own overhead
+                // and advertises about half of the doubled space, so the window stays near
+                // the scenario's buffer; autotuning is off for this socket.
+                let b = i32::try_from(*b).unwrap_or(i32::MAX);
+                sys::setsockopt_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, b)
+                    .map_err(|e| io_err("setsockopt SO_RCVBUF", e))?;
+            }
             sys::bind(fd.as_raw_fd(), spec.server, TCP_PORT).map_err(|e| io_err("bind", e))?;
             sys::listen(fd.as_raw_fd(), 8).map_err(|e| io_err("listen", e))?;
             Ok(fd)
@@ -256,6 +270,7 @@ pub(crate) fn send(spec: AppSpec, state: Arc<FlowState>, clock: Clock, stop: Arc
                     mptcp,
                     congestion,
                     traffic,
+                    ..
                 } => tcp_send(&spec, &state, &clock, &stop, mptcp, &congestion, traffic),
                 AppKind::Cbr { interval_ns, size } => {
                     udp_send(&spec, &state, &clock, &stop, interval_ns, size)

@@ -16,6 +16,7 @@
 //! every way out; [`cleanup_leftovers`] removes what a killed run left.
 
 mod apps;
+mod controllers;
 mod driver;
 pub mod lab;
 pub mod pattern;
@@ -23,6 +24,7 @@ mod run;
 mod sample;
 mod sys;
 
+pub use controllers::LOADS_CONTROLLERS;
 pub use driver::DriverStats;
 pub use lab::{cleanup_leftovers, leftovers, PREFIX};
 pub use run::emulate;
@@ -89,20 +91,27 @@ impl Default for Options {
     }
 }
 
-/// The kernel congestion control that runs a scenario algorithm, if pathweave has one:
-/// `reno` for single-path Reno and uncoupled multipath; the coupled algorithms map to the
-/// `pw_*` struct_ops controllers of pathweave-kernel.
-pub fn kernel_algorithm(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "reno" | "newreno" | "uncoupled" => "reno",
-        "lia" => "pw_lia",
-        "olia" => "pw_olia",
-        "balia" => "pw_balia",
-        "fully-coupled" => "pw_coupled",
-        "bmc" => "pw_bmc",
-        "kelly-voice" => "pw_kv",
-        _ => return None,
-    })
+/// How the kernel runs scenario algorithm `name`, if it can: `reno` for single-path Reno and
+/// uncoupled multipath; `PREFIX_lia`, `PREFIX_olia`, `PREFIX_balia`, `PREFIX_coupled` and
+/// `PREFIX_bmc` (pathweave-kernel's BPF controllers) for the coupled algorithms, shown here
+/// with the prefix `pw`. A run that loads its own controllers uses a prefix of its own.
+pub fn kernel_algorithm(name: &str) -> Option<String> {
+    match name {
+        "reno" | "newreno" | "uncoupled" => Some("reno".to_string()),
+        _ => controllers::coupled_suffix(name)
+            .map(|s| format!("{}_{s}", controllers::PRELOADED_PREFIX)),
+    }
+}
+
+/// Whether scenario algorithm `name` can run here: Reno always; a coupled algorithm where
+/// this build loads the BPF controllers itself (the machine is checked later), or where
+/// `pathweave kernel load` registered its controller already.
+fn runs_here(name: &str, available: &[String]) -> bool {
+    match kernel_algorithm(name) {
+        Some(k) if k == "reno" => true,
+        Some(k) => controllers::LOADS_CONTROLLERS || available.contains(&k),
+        None => false,
+    }
 }
 
 /// The congestion controls the running kernel offers.
@@ -175,27 +184,32 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
         match &f.kind {
             FlowKind::Tcp { control, cfg, .. } => {
                 let algo = control.name.as_str();
-                let kernel = kernel_algorithm(algo);
-                if !kernel.is_some_and(|k| available.iter().any(|a| a == k)) {
-                    let mut mapped: Vec<&str> = ["reno", "uncoupled", "lia", "olia", "balia"]
+                if !runs_here(algo, &available) {
+                    let runnable: Vec<&str> = ["reno", "uncoupled"]
                         .into_iter()
-                        .chain(["fully-coupled", "bmc", "kelly-voice"])
-                        .filter(|a| {
-                            kernel_algorithm(a).is_some_and(|k| available.iter().any(|x| x == k))
-                        })
+                        .chain(controllers::COUPLED.iter().map(|(n, _)| *n))
+                        .filter(|a| runs_here(a, &available))
                         .collect();
-                    mapped.dedup();
-                    let why = match kernel {
+                    let why = match kernel_algorithm(algo) {
                         Some(k) => format!(
-                            "its kernel controller {k:?} is not loaded (`pathweave kernel load`)"
+                            "its kernel controller {k:?} is not loaded and this build cannot \
+                             load it (load it with `pathweave kernel load`, or build with the \
+                             BPF toolchain: `make kernel-deps setup`)"
                         ),
                         None => "it has no kernel implementation".to_string(),
                     };
                     return Err(EmuError::Refused(format!(
                         "{src}: flow {name}: algorithm {algo:?} cannot be emulated: {why}; \
-                         this kernel runs: {} (kernel congestion controls: {})",
-                        mapped.join(", "),
+                         this build runs: {} (kernel congestion controls: {})",
+                        runnable.join(", "),
                         available.join(", ")
+                    )));
+                }
+                if let Some(why) =
+                    controllers::bmc_config(&f.kind).and_then(controllers::bmc_unsupported)
+                {
+                    return Err(EmuError::Refused(format!(
+                        "{src}: flow {name}: algorithm \"bmc\" cannot be emulated: {why}"
                     )));
                 }
                 if is_multipath(f) && f.subflows.len() > MAX_SUBFLOWS {
@@ -342,6 +356,11 @@ pub struct Report {
     pub namespaces: Vec<String>,
     /// Kernel congestion control per flow ("" for CBR flows).
     pub kernel_algorithms: Vec<String>,
+    /// The prefix of the BPF controllers the run used: its own (loaded for the run and gone
+    /// with it), `pw` (loaded beforehand), or "" when every flow ran the kernel's own.
+    pub controllers_prefix: String,
+    /// BMC weight changes the run's proportion manager wrote to the kernel.
+    pub weight_updates: u64,
     /// Release lateness of every packet written to its destination.
     pub lateness: Lateness,
     /// The p99 lateness a reliable run stays within: a tenth of the smallest link delay.
@@ -411,16 +430,56 @@ mod tests {
         let e = check_scenario(&v, &Options::default()).unwrap_err();
         assert!(e.to_string().contains("\"veno\" cannot be emulated"), "{e}");
         assert!(
-            e.to_string().contains("this kernel runs: reno, uncoupled"),
+            e.to_string().contains("this build runs: reno, uncoupled"),
             "{e}"
         );
     }
 
     #[test]
     fn the_kernel_runs_reno_for_reno_and_uncoupled() {
-        assert_eq!(kernel_algorithm("reno"), Some("reno"));
-        assert_eq!(kernel_algorithm("uncoupled"), Some("reno"));
-        assert_eq!(kernel_algorithm("lia"), Some("pw_lia"));
+        assert_eq!(kernel_algorithm("reno").as_deref(), Some("reno"));
+        assert_eq!(kernel_algorithm("uncoupled").as_deref(), Some("reno"));
+        assert_eq!(kernel_algorithm("lia").as_deref(), Some("pw_lia"));
+        assert_eq!(
+            kernel_algorithm("fully-coupled").as_deref(),
+            Some("pw_coupled")
+        );
+        assert_eq!(kernel_algorithm("kelly-voice"), None);
         assert_eq!(kernel_algorithm("veno"), None);
+    }
+
+    #[test]
+    fn coupled_algorithms_run_where_this_build_can_load_them() {
+        let s = scenario(
+            "[[flow]]\nname = \"mp\"\nalgorithm = \"lia\"\n\
+             subflows = [ { path = [\"a\"] }, { path = [\"b\"] } ]\n",
+        );
+        let r = check_scenario(&s, &Options::default());
+        let preloaded = available_algorithms().iter().any(|a| a == "pw_lia");
+        if LOADS_CONTROLLERS || preloaded {
+            assert!(r.is_ok(), "{r:?}");
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("\"pw_lia\" is not loaded"), "{e}");
+            assert!(e.contains("pathweave kernel load"), "{e}");
+        }
+    }
+
+    #[test]
+    fn bmc_with_flowshares_other_than_one_is_refused() {
+        let s = scenario(
+            "[[flow]]\nname = \"b\"\nalgorithm = \"bmc\"\nflowshares = 2\n\
+             subflows = [ { path = [\"a\"] }, { path = [\"b\"] } ]\n",
+        );
+        let e = check_scenario(&s, &Options::default()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("algorithm \"bmc\" cannot be emulated"),
+            "{msg}"
+        );
+        if LOADS_CONTROLLERS {
+            assert!(msg.contains("flowshares = 2"), "{msg}");
+        }
     }
 }

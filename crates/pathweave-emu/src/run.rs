@@ -2,12 +2,13 @@
 //! in real time until the scenario's end, then tear everything down and report.
 
 use crate::apps::{self, AppKind, AppSpec, FlowState};
+use crate::controllers::Controllers;
 use crate::driver::{Driver, Port, Route};
 use crate::lab::{self, Lab};
 use crate::sample::Probe;
 use crate::{
-    check_environment, check_scenario, is_multipath, kernel_algorithm, sys, Clock, EmuError,
-    Lateness, Options, Report, TransferCheck,
+    check_environment, check_scenario, is_multipath, sys, Clock, EmuError, Lateness, Options,
+    Report, TransferCheck,
 };
 use pathweave_cc::{Bytes, Instant};
 use pathweave_sim::results::*;
@@ -21,6 +22,8 @@ use std::thread::JoinHandle;
 
 /// How often the orchestrator wakes to check on the run between samples.
 const TICK_NS: u64 = 20_000_000;
+/// `tcp_rmem` and `tcp_wmem` in every namespace: minimum, initial and largest buffer (bytes).
+const BIG_BUFFERS: &str = "4096 8388608 33554432";
 /// Packets the emulator buffers at most (in pool slots).
 const POOL_LIMIT: usize = 1 << 18;
 
@@ -41,11 +44,16 @@ fn dotted(a: [u8; 4]) -> String {
 }
 
 /// `<pid>-<nonce>` in hex: the owning process is in every name, so a clean-up can tell a
-/// killed run's namespaces from a running one's.
-fn run_id() -> String {
+/// killed run's namespaces from a running one's. Also returns the two as one number
+/// (`pid << 8 | nonce`), which names the run's BPF controllers.
+fn run_id() -> (String, u64) {
     static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = RUNS.fetch_add(1, Ordering::Relaxed);
-    format!("{:x}-{:02x}", std::process::id(), n & 0xff)
+    let n = RUNS.fetch_add(1, Ordering::Relaxed) & 0xff;
+    let pid = std::process::id();
+    (
+        format!("{pid:x}-{n:02x}"),
+        u64::from(pid) << 8 | u64::from(n),
+    )
 }
 
 /// What one flow's test bed is made of.
@@ -144,27 +152,32 @@ pub fn emulate(
     check_scenario(scenario, opts)?;
     check_environment(scenario.flows.iter().any(is_multipath))?;
     let seed = opts.seed.unwrap_or(scenario.seed);
-    let id = run_id();
+    let (id, number) = run_id();
+    // Each path of each flow has a sender address of its own.
+    let mut addrs = Vec::with_capacity(scenario.flows.len());
+    let mut p = 0usize;
+    for f in &scenario.flows {
+        let n = f.subflows.len();
+        addrs.push((0..n).map(|k| client_addr(p + k)).collect::<Vec<_>>());
+        p += n;
+    }
+    // Declared before the namespaces, so it is dropped after them: the controllers outlive
+    // every socket of the run.
+    let mut controllers = Controllers::prepare(scenario, number, &addrs)?;
     let mut lab = Lab::new(&id);
     let wall_start = sys::monotonic_ns();
 
     // Namespaces, addresses and devices.
     let mut beds = Vec::with_capacity(scenario.flows.len());
-    let mut p = 0usize;
-    for (i, f) in scenario.flows.iter().enumerate() {
+    for (i, (f, client)) in scenario.flows.iter().zip(addrs).enumerate() {
         let sender_ns = lab.add(&format!("{i}s"))?;
         let receiver_ns = lab.add(&format!("{i}r"))?;
         let n = f.subflows.len();
         let devices: Vec<String> = (0..n).map(|k| format!("pw-{id}-{k}")).collect();
-        let client: Vec<[u8; 4]> = (0..n).map(|k| client_addr(p + k)).collect();
-        p += n;
         let (mptcp, congestion) = match &f.kind {
-            FlowKind::Tcp { control, .. } => (
-                is_multipath(f),
-                kernel_algorithm(&control.name)
-                    .unwrap_or("reno")
-                    .to_string(),
-            ),
+            FlowKind::Tcp { control, .. } => {
+                (is_multipath(f), controllers.congestion(&control.name))
+            }
             FlowKind::Cbr { .. } => (false, String::new()),
         };
         beds.push(FlowBed {
@@ -182,10 +195,11 @@ pub fn emulate(
     let mut app_specs = Vec::new();
     for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
         let kind = match &f.kind {
-            FlowKind::Tcp { traffic, .. } => AppKind::Tcp {
+            FlowKind::Tcp { traffic, cfg, .. } => AppKind::Tcp {
                 mptcp: bed.mptcp,
                 congestion: bed.congestion.clone(),
                 traffic: *traffic,
+                receive_buffer: cfg.receive_buffer,
             },
             FlowKind::Cbr { rate, size } => AppKind::Cbr {
                 interval_ns: rate
@@ -236,6 +250,12 @@ pub fn emulate(
             ("net.ipv4.tcp_early_retrans", "0".to_string()),
             ("net.ipv4.tcp_frto", "0".to_string()),
             ("net.ipv4.tcp_no_metrics_save", "1".to_string()),
+            // The simulator's receive buffer is unlimited unless the scenario sets one (then
+            // SO_RCVBUF, see apps::listen). A connection whose subflow stalls in a timeout
+            // holds everything the other subflows deliver meanwhile: start both buffers at
+            // 8 MB (Linux's defaults start at 128 and 16 kB and autotune up) so that the real
+            // stack's buffers are not what limits it.
+            ("net.ipv4.tcp_rmem", BIG_BUFFERS.to_string()),
             ("net.ipv4.conf.all.rp_filter", "0".to_string()),
             ("net.ipv4.conf.default.rp_filter", "0".to_string()),
         ];
@@ -440,9 +460,17 @@ pub fn emulate(
             ));
             break;
         }
+        if let Err(e) = controllers.tick(now as f64 / 1e9) {
+            outcome = Err(e);
+            break;
+        }
         while next_sample <= end_ns && now >= next_sample {
             let t = next_sample as f64 / 1e9;
             for (i, probe) in probes.iter_mut().enumerate() {
+                if let Some((w, sc)) = controllers.weights(i) {
+                    probe.weights.copy_from_slice(w);
+                    probe.scores.copy_from_slice(sc);
+                }
                 probe.sample(
                     i as u32,
                     t,
@@ -502,7 +530,7 @@ pub fn emulate(
         flow_series,
         subflow_series,
     );
-    let report = report(
+    let mut report = report(
         scenario,
         &id,
         namespaces,
@@ -512,6 +540,8 @@ pub fn emulate(
         device_drops,
         wall_s,
     );
+    report.controllers_prefix = controllers.prefix().to_string();
+    report.weight_updates = controllers.weight_updates;
     Ok(crate::Outcome { results, report })
 }
 
@@ -614,6 +644,8 @@ fn report(
         run_id: id.to_string(),
         namespaces,
         kernel_algorithms: beds.iter().map(|b| b.congestion.clone()).collect(),
+        controllers_prefix: String::new(),
+        weight_updates: 0,
         lateness,
         lateness_limit_ns: limit,
         emulator_drops: driver.stats.emulator_drops,

@@ -98,6 +98,10 @@ pub(crate) struct Probe {
     /// Local address of each scenario subflow.
     pub addrs: Vec<[u8; 4]>,
     pub subs: Vec<SubflowAcc>,
+    /// BMC's weight D and last T_wr per subflow, from the run's proportion manager (NaN for
+    /// other algorithms).
+    pub weights: Vec<f64>,
+    pub scores: Vec<f64>,
     last_delivered: u64,
     /// Time-averaged connection-wide figures.
     pub cwnd_sum: f64,
@@ -115,6 +119,8 @@ impl Probe {
             mptcp,
             addrs,
             subs: vec![SubflowAcc::default(); n],
+            weights: vec![f64::NAN; n],
+            scores: vec![f64::NAN; n],
             last_delivered: 0,
             cwnd_sum: 0.0,
             cwnd_n: 0,
@@ -198,12 +204,12 @@ impl Probe {
                 ss.ssthresh_bytes.push(info.ssthresh_bytes());
                 ss.srtt_s.push(info.srtt_s());
                 ss.rate_bps.push(sub_rate);
+                ss.weight.push(self.weights[k]);
+                ss.score.push(self.scores[k]);
                 // Controller state the kernel does not expose.
                 for col in [
                     &mut ss.alpha,
                     &mut ss.epsilon,
-                    &mut ss.weight,
-                    &mut ss.score,
                     &mut ss.backlog_packets,
                     &mut ss.bandwidth_estimate_bps,
                 ] {

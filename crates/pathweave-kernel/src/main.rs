@@ -129,7 +129,7 @@ mod commands {
 #[cfg(feature = "bpf")]
 mod commands {
     use super::Options;
-    use pathweave_kernel::bmc::{Manager, ManagerConfig};
+    use pathweave_kernel::bmc::{Manager, ManagerConfig, PeriodRule};
     use pathweave_kernel::loader::{self, Loaded, Pinned};
     use pathweave_kernel::names::Algorithm;
     use pathweave_kernel::{KernelError, Prefix};
@@ -206,6 +206,7 @@ mod commands {
         let mut m = Manager::new(ManagerConfig {
             k: opts.k,
             tolerance: opts.tolerance,
+            period: PeriodRule::Fixed(opts.period),
         });
         let period = Duration::from_secs_f64(opts.period);
         let rounds = opts.duration.map(|d| (d / opts.period).ceil() as u64);

@@ -5,7 +5,7 @@
 /// `sizeof(struct pw_conn)`.
 pub const CONN_SIZE: usize = 40 + SLOTS * SLOT_SIZE;
 /// `sizeof(struct pw_slot)`.
-pub const SLOT_SIZE: usize = 40;
+pub const SLOT_SIZE: usize = 48;
 /// `sizeof(struct pw_weights)`.
 pub const WEIGHTS_SIZE: usize = 4 * SLOTS;
 /// Slots per connection (`PW_MAX_PATHS`).
@@ -106,6 +106,10 @@ pub struct Slot {
     pub losses: u32,
     /// `SLOT_*` bits.
     pub flags: u32,
+    /// The subflow's local IPv4 address (which path it takes).
+    pub saddr: [u8; 4],
+    /// The subflow's local port.
+    pub sport: u16,
 }
 
 impl Slot {
@@ -170,6 +174,9 @@ impl Conn {
                 mss: u32_at(b, o + 28),
                 losses: u32_at(b, o + 32),
                 flags: u32_at(b, o + 36),
+                // Stored in network byte order: the bytes are the address as written.
+                saddr: b[o + 40..o + 44].try_into().unwrap_or([0; 4]),
+                sport: u32_at(b, o + 44) as u16,
             };
         }
         Some(Conn {
@@ -213,7 +220,11 @@ mod tests {
         let o = 40 + SLOT_SIZE;
         b[o + 16..o + 20].copy_from_slice(&12u32.to_ne_bytes());
         b[o + 36..o + 40].copy_from_slice(&(SLOT_USED | SLOT_CAN_SEND).to_ne_bytes());
+        b[o + 40..o + 44].copy_from_slice(&[198, 18, 0, 2]);
+        b[o + 44..o + 48].copy_from_slice(&40000u32.to_ne_bytes());
         let c = Conn::decode(&b).unwrap();
+        assert_eq!(c.slots[1].saddr, [198, 18, 0, 2]);
+        assert_eq!(c.slots[1].sport, 40000);
         assert_eq!((c.algo, c.subflows, c.id), (3, 2, 77));
         assert_eq!(c.slots[1].cwnd, 12);
         assert!(c.slots[1].used() && c.slots[1].can_send());

@@ -26,6 +26,8 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     d.set_item("run_id", &r.run_id)?;
     d.set_item("namespaces", PyList::new(py, &r.namespaces)?)?;
     d.set_item("kernel_algorithms", PyList::new(py, &r.kernel_algorithms)?)?;
+    d.set_item("controllers_prefix", &r.controllers_prefix)?;
+    d.set_item("weight_updates", r.weight_updates)?;
     let l = PyDict::new(py);
     let lat = &r.lateness;
     l.set_item("packets", lat.count)?;

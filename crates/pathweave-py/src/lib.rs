@@ -27,6 +27,11 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Whether `emulate` loads pathweave-kernel's BPF controllers for coupled algorithms.
+    m.add(
+        "EMULATE_LOADS_CONTROLLERS",
+        pathweave_emu::LOADS_CONTROLLERS,
+    )?;
     m.add("PathweaveError", py.get_type::<errors::PathweaveError>())?;
     m.add("ScenarioError", py.get_type::<errors::ScenarioError>())?;
     m.add(

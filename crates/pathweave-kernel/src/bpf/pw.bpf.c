@@ -264,6 +264,12 @@ static __always_inline void pw_register(struct sock *sk, struct pw_ca *ca, __u32
 		pw_count(PW_STAT_SLOTS_FULL);
 		return;
 	}
+	/*
+	 * Which path the subflow takes, for userspace (the BMC manager matches slots to paths).
+	 * The slot is this subflow's now; written outside the lock to keep the stack small.
+	 */
+	c->slot[slot & (PW_MAX_PATHS - 1)].saddr = sk->__sk_common.skc_rcv_saddr;
+	c->slot[slot & (PW_MAX_PATHS - 1)].sport = sk->__sk_common.skc_num;
 	ca->conn = key;
 	ca->slot = slot;
 	ca->flags |= PW_CA_REGISTERED;

@@ -14,7 +14,7 @@
 #ifndef PW_INTF_H
 #define PW_INTF_H
 
-#define PW_VERSION 1
+#define PW_VERSION 2
 
 /* Algorithm ids, stored in each connection entry. */
 #define PW_ALGO_LIA 1
@@ -40,6 +40,8 @@ struct pw_slot {
 	__u32 mss;
 	__u32 losses;        /* congestion events: fast recoveries, CWRs and timeouts */
 	__u32 flags;         /* PW_SLOT_* */
+	__u32 saddr;         /* local IPv4 address, network byte order (which path); set */
+	__u32 sport;         /* local port, host byte order;          when the slot is taken */
 };
 
 struct pw_conn {
