@@ -521,6 +521,12 @@ def _emulation_summary(report: dict[str, object]) -> None:
         f"(limit {report['lateness_limit_ms']:.3f} ms); "
         f"emulator drops {report['emulator_drops']}, device drops {report['device_drops']}"
     )
+    wait = report["intake_wait"]
+    assert isinstance(wait, dict)
+    console.print(
+        f"intake wait (time in a TUN device before the emulator read it, at most): "
+        f"p50 {wait['p50_ms']:.3f} ms, p99 {wait['p99_ms']:.3f} ms, max {wait['max_ms']:.3f} ms"
+    )
     prefix = report.get("controllers_prefix")
     if prefix:
         algorithms = report["kernel_algorithms"]

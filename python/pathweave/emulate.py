@@ -33,13 +33,15 @@ class EmulatedResult(Result):
         super().__init__(scenario, raw, wall_time_s)
         self.emulation: dict[str, Any] = report
         """Timing and drops of the emulator: ``lateness`` (ms percentiles of release time
-        minus planned time), ``lateness_limit_ms``, ``emulator_drops``, ``device_drops``,
-        ``reliable`` and ``unreliable_because``, ``kernel_algorithms``, ``transfers``."""
+        minus planned time), ``intake_wait`` (ms percentiles of the longest a packet can have
+        waited in its TUN device before the emulator read it), ``lateness_limit_ms``,
+        ``emulator_drops``, ``device_drops``, ``reliable`` and ``unreliable_because``,
+        ``kernel_algorithms``, ``transfers``."""
 
     @property
     def reliable(self) -> bool:
-        """Whether the emulator kept to its schedule (p99 lateness within a tenth of the
-        smallest link delay, no packet dropped for falling behind)."""
+        """Whether the emulator kept to its schedule (p99 lateness and p99 intake wait within
+        a tenth of the smallest link delay, no packet dropped for falling behind)."""
         return bool(self.emulation["reliable"])
 
     def manifest(self, format: Format = "parquet") -> dict[str, Any]:

@@ -231,6 +231,11 @@ pub(crate) struct Driver {
     sampled_links: Vec<u32>,
     pub link_series: LinkSeries,
     pub lateness: Histogram<u64>,
+    /// Per packet read, an upper bound of how long it waited in its TUN device before the
+    /// emulator read it: the read time minus the last time that device was seen empty.
+    pub intake_wait: Histogram<u64>,
+    /// Per port, the last time (since the epoch) the device was seen empty.
+    seen_empty: Vec<u64>,
     pub stats: DriverStats,
     end: Instant,
 }
@@ -264,11 +269,13 @@ impl Driver {
             ComponentId::new(Kind::Sampler, 0),
             &mut sched,
         );
+        let seen_empty = vec![0; ports.len()];
         Driver {
             links,
             sched,
             routes,
             ports,
+            seen_empty,
             pool: Pool::new(slot, pool_limit),
             timeline,
             timeline_pos: 0,
@@ -279,6 +286,8 @@ impl Driver {
             link_series: LinkSeries::default(),
             // 1 ns to 100 s at three significant digits.
             lateness: Histogram::new_with_bounds(1, 100_000_000_000, 3)
+                .unwrap_or_else(|_| unreachable!("fixed, valid histogram bounds")),
+            intake_wait: Histogram::new_with_bounds(1, 100_000_000_000, 3)
                 .unwrap_or_else(|_| unreachable!("fixed, valid histogram bounds")),
             stats: DriverStats {
                 flow_drops: vec![0; flows],
@@ -306,6 +315,8 @@ impl Driver {
             .collect();
         let mut scratch = vec![0u8; self.pool.slot];
         let mut pacer = Pacer::default();
+        let start = sys::monotonic_ns().saturating_sub(epoch);
+        self.seen_empty.fill(start);
         loop {
             let now = Instant(sys::monotonic_ns().saturating_sub(epoch));
             if self.dispatch_due(now, epoch)? {
@@ -349,6 +360,13 @@ impl Driver {
                     }
                 }
             }
+            // A device the poll found without a packet was empty when the poll returned.
+            let polled = sys::monotonic_ns().saturating_sub(epoch);
+            for (i, p) in pollfds.iter().enumerate() {
+                if p.revents & libc::POLLIN == 0 {
+                    self.seen_empty[i] = polled;
+                }
+            }
         }
         self.stats.events = self.sched.events_processed();
         self.stats.peak_packets = self.pool.peak as u64;
@@ -370,19 +388,26 @@ impl Driver {
                         got = true;
                         continue;
                     }
-                    None => break,
+                    None => {
+                        self.seen_empty[i] = sys::monotonic_ns().saturating_sub(epoch);
+                        break;
+                    }
                 }
             };
             let n = match sys::read_packet(fd, self.pool.buf(id))? {
                 Some(n) => n,
                 None => {
                     self.pool.free(id);
+                    self.seen_empty[i] = sys::monotonic_ns().saturating_sub(epoch);
                     break;
                 }
             };
             got = true;
             self.stats.read += 1;
             let now = Instant(sys::monotonic_ns().saturating_sub(epoch));
+            // The packet arrived after the device was last seen empty.
+            let waited = now.0.saturating_sub(self.seen_empty[i]).max(1);
+            self.intake_wait.saturating_record(waited);
             self.pool.meta[id as usize] = Meta {
                 route,
                 hop: 0,

@@ -328,6 +328,21 @@ pub struct Lateness {
     pub max_ns: u64,
 }
 
+impl Lateness {
+    /// The percentiles of a histogram of nanoseconds.
+    pub(crate) fn of(h: &hdrhistogram::Histogram<u64>) -> Lateness {
+        Lateness {
+            count: h.len(),
+            mean_ns: if h.is_empty() { 0.0 } else { h.mean() },
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+}
+
 /// What a sized transfer's two ends saw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TransferCheck {
@@ -363,6 +378,9 @@ pub struct Report {
     pub weight_updates: u64,
     /// Release lateness of every packet written to its destination.
     pub lateness: Lateness,
+    /// Per packet read, an upper bound of its wait in the TUN device before the emulator read
+    /// it (the read time minus the last time the device was seen empty).
+    pub intake_wait: Lateness,
     /// The p99 lateness a reliable run stays within: a tenth of the smallest link delay.
     pub lateness_limit_ns: u64,
     /// Packets the emulator dropped because it fell behind (no buffer, a device refused).

@@ -246,7 +246,7 @@ impl Manager {
         F: Fn(&Conn) -> Option<[f64; SLOTS]>,
     {
         self.advance(now, conns, initial, |t| {
-            (now >= t.start + t.length).then(|| now - t.start)
+            (now >= t.start + t.length).then_some(now - t.start)
         })
     }
 

@@ -8,7 +8,7 @@
 use crate::errors::{EmulationError, EmulationRefused};
 use crate::results::results_dict;
 use crate::scenario::PyScenario;
-use pathweave_emu::{EmuError, Options, Report};
+use pathweave_emu::{EmuError, Lateness, Options, Report};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,15 +21,9 @@ fn to_py_err(e: EmuError) -> PyErr {
     }
 }
 
-fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("run_id", &r.run_id)?;
-    d.set_item("namespaces", PyList::new(py, &r.namespaces)?)?;
-    d.set_item("kernel_algorithms", PyList::new(py, &r.kernel_algorithms)?)?;
-    d.set_item("controllers_prefix", &r.controllers_prefix)?;
-    d.set_item("weight_updates", r.weight_updates)?;
+/// Percentiles of a nanosecond histogram as a dict of milliseconds.
+fn percentiles_ms<'py>(py: Python<'py>, lat: &Lateness) -> PyResult<Bound<'py, PyDict>> {
     let l = PyDict::new(py);
-    let lat = &r.lateness;
     l.set_item("packets", lat.count)?;
     l.set_item("mean_ms", lat.mean_ns / 1e6)?;
     for (k, v) in [
@@ -41,7 +35,18 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     ] {
         l.set_item(k, v as f64 / 1e6)?;
     }
-    d.set_item("lateness", l)?;
+    Ok(l)
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("run_id", &r.run_id)?;
+    d.set_item("namespaces", PyList::new(py, &r.namespaces)?)?;
+    d.set_item("kernel_algorithms", PyList::new(py, &r.kernel_algorithms)?)?;
+    d.set_item("controllers_prefix", &r.controllers_prefix)?;
+    d.set_item("weight_updates", r.weight_updates)?;
+    d.set_item("lateness", percentiles_ms(py, &r.lateness)?)?;
+    d.set_item("intake_wait", percentiles_ms(py, &r.intake_wait)?)?;
     d.set_item("lateness_limit_ms", r.lateness_limit_ns as f64 / 1e6)?;
     d.set_item("emulator_drops", r.emulator_drops)?;
     d.set_item("device_drops", r.device_drops)?;
