@@ -28,6 +28,7 @@ import tomli_w
 import pathweave
 from pathweave import _core
 from pathweave.emulate import EmulatedResult, emulate, leftovers
+from pathweave.replicas import replicate
 
 
 def _why_not() -> str | None:
@@ -316,42 +317,51 @@ def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dumbbell() -> tuple[EmulatedResult, Any, Any]:
-    """The whole 100 s dumbbell, emulated once, and the simulator's per-flow goodput as the
-    mean over five seeds (RED's random drops differ by seed). A shorter run leaves each
-    flow's goodput too noisy for a per-flow comparison (about 8 % standard deviation per flow
-    at 60 s, 6 % at 100 s)."""
+def dumbbell() -> tuple[Any, Any, Any, Any]:
+    """The whole 100 s dumbbell, emulated as two independent copies in one run, and simulated
+    with five seeds (RED's random drops differ by seed). Per flow, each engine's goodput is
+    the mean over its samples: a shorter run leaves each flow's goodput too noisy for a
+    per-flow comparison (about 8 % standard deviation per flow at 60 s, 6 % at 100 s).
+    Returns per-flow goodput and the lowest Jain index, emulated and simulated."""
     path = SCENARIOS / "dumbbell.toml"
-    emu = emulate(path)
-    sims = [pathweave.run(path, seed=seed) for seed in range(1, 6)]
+    doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    # Both engines as Linux behaves: limited transmit (RFC 3042) cannot be turned off there.
+    doc["tcp"]["limited_transmit"] = True
+    sim_sc = pathweave.parse(tomli_w.dumps(doc), "dumbbell.toml (limited transmit)")
+    emu = emulate(pathweave.parse(tomli_w.dumps(replicate(doc, 2)), "dumbbell.toml x2"))
+    # Not asserted reliable: the 1/3 ms receiver link sets the lateness limit at 0.033 ms,
+    # below this machine's p99 of 0.04-0.06 ms; the figures are printed instead.
+    print(f"dumbbell: unreliable because {emu.emulation['unreliable_because']}")
+    sims = [pathweave.run(sim_sc, seed=seed) for seed in range(1, 6)]
     gs = sum(r.flows["goodput_bps"].to_numpy() for r in sims) / len(sims)
     js = min(float(r.fairness["jain"][0]) for r in sims)
-    ge = emu.flows["goodput_bps"].to_numpy()
-    print(f"dumbbell: emulated {ge.sum() / 1e6:.2f} Mbit/s (Jain {emu.fairness['jain'][0]:.3f}),")
+    copies = [emu.flows["goodput_bps"].to_numpy()[k * 8 : (k + 1) * 8] for k in range(2)]
+    ge = sum(copies) / 2
+    je = float(emu.fairness["jain"].min())
+    print(f"dumbbell: emulated {ge.sum() / 1e6:.2f} Mbit/s (lowest Jain {je:.3f}),")
     print(f"simulated {gs.sum() / 1e6:.2f} Mbit/s (lowest Jain {js:.3f}); per flow")
-    print(f"emulated {(ge / 1e6).round(2)}, simulated {(gs / 1e6).round(2)}")
-    return emu, gs, js
+    print(f"emulated {[(c / 1e6).round(2) for c in copies]}, simulated {(gs / 1e6).round(2)}")
+    return ge, je, gs, js
 
 
 @realtime
 def test_the_dumbbell_emulated_agrees_with_the_simulator_in_total(dumbbell: Any) -> None:
-    emu, gs, js = dumbbell
-    ge = emu.flows["goodput_bps"].to_numpy()
+    ge, je, gs, js = dumbbell
     assert abs(ge.sum() / gs.sum() - 1) <= 0.05
-    assert float(emu.fairness["jain"][0]) >= 0.9
+    assert je >= 0.9
     assert js >= 0.9
 
 
 @realtime
 @pytest.mark.xfail(
     strict=False,
-    reason="flow 0 (first to start, shortest RTT) came out 12-22 % above its simulated mean "
-    "in three of five 100 s runs (the other flows within 15 %); ns-3 also gives flow 0 11 % "
-    "more than pathweave does, with the same ordering of the flows; cause not found yet",
+    reason="the simulator spreads the flows wider by RTT than Linux and ns-3 do (simulated "
+    "5.09 to 7.03 Mbit/s from flow 0 to flow 7; emulated, two runs of two copies, 5.09-5.67 "
+    "to 6.14-6.26): the outer flows came out 11-13 % off, within the 20 % bound in both runs "
+    "but too close to it for a test that must not fail by chance; cause not found yet",
 )
 def test_the_dumbbell_emulated_agrees_with_the_simulator_per_flow(dumbbell: Any) -> None:
-    emu, gs, _ = dumbbell
-    ge = emu.flows["goodput_bps"].to_numpy()
+    ge, _, gs, _ = dumbbell
     assert (abs(ge / gs - 1) <= 0.20).all(), (ge / gs).round(3)
 
 
