@@ -11,6 +11,7 @@ import os
 from typing import Any, Final, TypeAlias, TypedDict, final
 
 __all__ = [
+    "EMULATE_LOADS_CONTROLLERS",
     "EmulationError",
     "EmulationRefused",
     "PathweaveError",
@@ -29,6 +30,9 @@ __all__ = [
 ]
 
 __version__: Final[str]
+EMULATE_LOADS_CONTROLLERS: Final[bool]
+"""Whether this build's emulator loads pathweave's BPF controllers for each run (built with
+the BPF toolchain), rather than relying on ones loaded with ``pathweave kernel load``."""
 
 # Stub-only names (private, so stubtest does not look for them at run time).
 _NumericColumn: TypeAlias = tuple[str, bytearray]
