@@ -448,16 +448,17 @@ impl TcpSender {
             s.on_ack(p, net, &mut self.cc, &mut self.views, &mut self.data);
         }
         // Data level: the cumulative data ACK and the receive window.
-        if p.data_ack > self.data.data_una {
-            let bytes: u64 = (self.data.data_una..p.data_ack)
+        let data_ack = p.data_ack();
+        if data_ack > self.data.data_una {
+            let bytes: u64 = (self.data.data_una..data_ack)
                 .map(|d| self.data.payload(d) as u64)
                 .sum();
             self.stats.bytes_acked += bytes;
-            self.data.data_una = p.data_ack;
+            self.data.data_una = data_ack;
         }
         self.data.window_edge = match p.rwnd {
             u32::MAX => u64::MAX,
-            w => p.data_ack + w as u64,
+            w => data_ack + w as u64,
         };
         if self.data.total.is_some_and(|n| self.data.data_una >= n)
             && self.stats.completed_at.is_none()

@@ -441,7 +441,7 @@ impl Subflow {
     }
 
     fn apply_sack(&mut self, p: &Packet) {
-        for &(s, e) in &p.sack[..p.nsack as usize] {
+        for (s, e) in p.sack_blocks() {
             let lo = s.max(self.snd_una);
             let hi = e.min(self.snd_max);
             for seq in lo..hi {
@@ -466,7 +466,7 @@ impl Subflow {
             return;
         }
         let now = net.now;
-        let ack = p.ack.min(self.snd_max);
+        let ack = p.ack().min(self.snd_max);
         if self.cfg.recovery == Recovery::Sack {
             self.apply_sack(p);
         }
