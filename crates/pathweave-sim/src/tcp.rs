@@ -240,6 +240,7 @@ impl DataSource {
     }
 
     /// The next DSN for a subflow with window space, if any may be sent.
+    #[inline(never)]
     pub(crate) fn take(&mut self) -> Option<u64> {
         while let Some(d) = self.reinject.pop_front() {
             if d >= self.data_una {
