@@ -160,24 +160,32 @@ impl Wheel {
     }
 
     /// An event of the current bucket (or, for a time already passed, before it): keep the
-    /// bucket sorted. It usually belongs at the end.
+    /// bucket sorted. It usually belongs at the end. A new event has the largest sequence
+    /// number yet, so it sorts after every pending event of the same time: comparing times
+    /// is enough.
     #[inline(always)]
     fn push_current(&mut self, e: Entry) {
-        let k = e.key();
         match self.current.last() {
-            Some(last) if self.current.len() > self.pos && last.key() > k => self.insert_current(e),
+            Some(last) if self.current.len() > self.pos && last.time > e.time => {
+                self.insert_current(e)
+            }
             _ => self.current.push(e),
         }
     }
 
+    /// Insert `e` among the unread events of the current bucket, shifting the later ones up
+    /// (usually one or two).
     #[inline(never)]
     fn insert_current(&mut self, e: Entry) {
-        let k = e.key();
-        let mut i = self.current.len();
-        while i > self.pos && self.current[i - 1].key() > k {
+        self.current.push(e);
+        let pos = self.pos;
+        let v = &mut self.current[..];
+        let mut i = v.len() - 1;
+        while i > pos && v[i - 1].time > e.time {
+            v[i] = v[i - 1];
             i -= 1;
         }
-        self.current.insert(i, e);
+        v[i] = e;
     }
 
     #[cold]
@@ -420,6 +428,11 @@ impl Timer {
             s.push(t, c);
             self.scheduled = Some(t);
         }
+    }
+    /// Whether [`Timer::arm`] at `t` would push an event (nothing pending, or pending later).
+    #[inline(always)]
+    pub fn would_arm(&self, t: Instant) -> bool {
+        self.scheduled.is_none_or(|old| t < old)
     }
     /// Called when an event for this component pops at `t`: true if it is the live one
     /// (and the timer is now idle), false if it is stale and must be ignored.

@@ -260,6 +260,21 @@ enum Admit {
     Red,
 }
 
+/// The counters a link direction keeps; [`LinkDir::stats`] derives the others (arrivals are
+/// the accepted plus the dropped packets, deliveries the accepted minus those lost on the
+/// wire and those still held), so the per-packet path counts only acceptances.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    accepted: u64,
+    accepted_bytes: u64,
+    drops_overflow: u64,
+    drops_early: u64,
+    drops_forced: u64,
+    drops_wire: u64,
+    /// Bytes of the packets lost on the wire.
+    wire_bytes: u64,
+}
+
 /// The parts of a link direction that the common per-packet path does not touch.
 struct Cold {
     rate: Bandwidth,
@@ -287,8 +302,7 @@ pub struct LinkDir {
     tx: TxCache,
     timer: Timer,
     id: ComponentId,
-    /// Counters.
-    pub stats: LinkStats,
+    counts: Counts,
     cold: Box<Cold>,
 }
 
@@ -313,7 +327,7 @@ impl LinkDir {
             tx: TxCache::new(spec.rate),
             timer: Timer::default(),
             id,
-            stats: LinkStats::default(),
+            counts: Counts::default(),
             cold: Box::new(Cold {
                 rate: spec.rate,
                 red,
@@ -342,6 +356,24 @@ impl LinkDir {
     pub fn queue_len(&mut self, now: Instant) -> (u32, Bytes) {
         self.advance(now);
         (self.waiting_pkts, Bytes(self.waiting_bytes))
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> LinkStats {
+        let c = &self.counts;
+        let held = self.ring.len as u64;
+        let held_bytes: u64 = self.ring.iter().map(|s| s.size as u64).sum();
+        LinkStats {
+            arrivals: c.accepted + c.drops_overflow + c.drops_early + c.drops_forced,
+            accepted: c.accepted,
+            accepted_bytes: c.accepted_bytes,
+            delivered: c.accepted - c.drops_wire - held,
+            delivered_bytes: c.accepted_bytes - c.wire_bytes - held_bytes,
+            drops_overflow: c.drops_overflow,
+            drops_early: c.drops_early,
+            drops_forced: c.drops_forced,
+            drops_wire: c.drops_wire,
+        }
     }
 
     /// RED's average queue, if the link runs RED.
@@ -373,7 +405,6 @@ impl LinkDir {
         now: Instant,
         sched: &mut Scheduler,
     ) -> Offer {
-        self.stats.arrivals += 1;
         self.advance(now);
         let verdict = match self.admit {
             Admit::Packets(n) if self.waiting_pkts >= n => Verdict::Overflow,
@@ -386,9 +417,9 @@ impl LinkDir {
                 self.enqueue(pkt, size, now, sched);
                 return Offer::Accepted;
             }
-            Verdict::EarlyDrop => self.stats.drops_early += 1,
-            Verdict::ForcedDrop => self.stats.drops_forced += 1,
-            Verdict::Overflow => self.stats.drops_overflow += 1,
+            Verdict::EarlyDrop => self.counts.drops_early += 1,
+            Verdict::ForcedDrop => self.counts.drops_forced += 1,
+            Verdict::Overflow => self.counts.drops_overflow += 1,
         }
         Offer::Dropped
     }
@@ -435,8 +466,8 @@ impl LinkDir {
             self.waiting_pkts += 1;
             self.waiting_bytes += size as u64;
         }
-        self.stats.accepted += 1;
-        self.stats.accepted_bytes += size as u64;
+        self.counts.accepted += 1;
+        self.counts.accepted_bytes += size as u64;
         if self.ring.len == 1 && arrive != Instant::MAX {
             self.timer.arm(arrive, self.id, sched);
         }
@@ -551,11 +582,10 @@ impl LinkDir {
             self.started -= 1;
         }
         if s.lost {
-            self.stats.drops_wire += 1;
+            self.counts.drops_wire += 1;
+            self.counts.wire_bytes += s.size as u64;
             Some(Err(s.pkt))
         } else {
-            self.stats.delivered += 1;
-            self.stats.delivered_bytes += s.size as u64;
             Some(Ok(s.pkt))
         }
     }

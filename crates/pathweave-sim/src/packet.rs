@@ -11,7 +11,7 @@ pub struct PacketId(pub u32);
 pub enum PacketKind {
     /// A TCP data segment (sequence number in `seq`, counted in segments).
     Data,
-    /// A TCP acknowledgement (cumulative ACK in `ack`, SACK blocks in `sack`).
+    /// A TCP acknowledgement (cumulative ACKs in `seq` and `dsn`, SACK blocks).
     Ack,
     /// A datagram of an unresponsive constant-rate flow.
     Datagram,
@@ -20,59 +20,87 @@ pub enum PacketKind {
 /// Maximum SACK blocks an ACK carries (RFC 2018 allows 3 with timestamps, 4 without).
 pub const MAX_SACK_BLOCKS: usize = 3;
 
-/// One packet.
+/// One packet. Data segments and ACKs share the two sequence fields, and SACK blocks are
+/// stored as offsets from the cumulative ACK, so the record stays small (it is copied when
+/// a packet is created and when it is delivered).
 #[derive(Clone, Copy, Debug)]
 pub struct Packet {
     /// The flow (connection) it belongs to.
     pub flow: u32,
     /// The route it follows (an index into the network's routes).
     pub route: u32,
-    /// The subflow of its connection (0 for single-path flows).
-    pub sub: u16,
-    /// Data, ACK or datagram.
-    pub kind: PacketKind,
+    /// Inside the network: its current hop, as a position in the network's hop table
+    /// (set when the packet is sent).
+    pub hop: u32,
     /// Size on the wire in bytes (payload plus headers).
     pub size: u32,
     /// Payload bytes.
     pub payload: u32,
-    /// Inside the network: its current hop, as a position in the network's hop table
-    /// (set when the packet is sent).
-    pub hop: u32,
+    /// ACK: segments the receiver can accept beyond the data ACK (`u32::MAX`: unlimited).
+    pub rwnd: u32,
+    /// The subflow of its connection (0 for single-path flows).
+    pub sub: u16,
+    /// Data, ACK or datagram.
+    pub kind: PacketKind,
     /// Number of valid entries in `sack`.
     pub nsack: u8,
-    /// Data: subflow segment number. Datagram: sequence number.
+    /// Data: subflow segment number. Datagram: sequence number. ACK: the next subflow
+    /// segment expected (cumulative), see [`Packet::ack`].
     pub seq: u64,
-    /// Data: connection-level data sequence number, in segments.
+    /// Data: connection-level data sequence number, in segments. ACK: the next
+    /// connection-level data segment expected (cumulative data ACK), see [`Packet::data_ack`].
     pub dsn: u64,
-    /// ACK: the next subflow segment expected (cumulative).
-    pub ack: u64,
-    /// ACK: the next connection-level data segment expected (cumulative data ACK).
-    pub data_ack: u64,
-    /// ACK: segments the receiver can accept beyond `data_ack` (`u32::MAX`: unlimited).
-    pub rwnd: u32,
-    /// ACK: SACK blocks as half-open segment ranges `[start, end)`, most recent first.
-    pub sack: [(u64, u64); MAX_SACK_BLOCKS],
+    /// ACK: SACK blocks as half-open segment ranges `[start, end)` relative to the
+    /// cumulative ACK (every block lies above it), most recent first.
+    sack: [(u32, u32); MAX_SACK_BLOCKS],
 }
 
 impl Packet {
     /// A packet of `kind` for `flow` along `route`, everything else zero.
+    #[inline]
     pub fn new(flow: u32, route: u32, kind: PacketKind, size: u32, payload: u32) -> Self {
         Packet {
             flow,
             route,
-            sub: 0,
-            kind,
+            hop: 0,
             size,
             payload,
-            hop: 0,
+            rwnd: u32::MAX,
+            sub: 0,
+            kind,
             nsack: 0,
             seq: 0,
             dsn: 0,
-            ack: 0,
-            data_ack: 0,
-            rwnd: u32::MAX,
             sack: [(0, 0); MAX_SACK_BLOCKS],
         }
+    }
+
+    /// ACK: the next subflow segment expected (cumulative).
+    #[inline]
+    pub fn ack(&self) -> u64 {
+        self.seq
+    }
+
+    /// ACK: the next connection-level data segment expected (cumulative data ACK).
+    #[inline]
+    pub fn data_ack(&self) -> u64 {
+        self.dsn
+    }
+
+    /// ACK: the SACK blocks, as absolute half-open segment ranges.
+    pub fn sack_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let base = self.seq;
+        self.sack[..self.nsack as usize]
+            .iter()
+            .map(move |&(s, e)| (base + s as u64, base + e as u64))
+    }
+
+    /// ACK: set SACK block `i` to the absolute range `[start, end)`, which lies at or above
+    /// the cumulative ACK (set first). A block more than 2³² segments above it (a window no
+    /// run can reach) is clipped there.
+    pub fn set_sack(&mut self, i: usize, (start, end): (u64, u64)) {
+        let off = |x: u64| u32::try_from(x - self.seq).unwrap_or(u32::MAX);
+        self.sack[i] = (off(start), off(end));
     }
 }
 

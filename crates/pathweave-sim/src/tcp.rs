@@ -27,14 +27,90 @@ use crate::event::{ComponentId, Timer};
 use crate::net::Net;
 use crate::packet::Packet;
 use crate::rng::Stream;
-use pathweave_cc::cc::multipath::MultipathController;
-use pathweave_cc::cc::{PathId, PathView};
+use pathweave_cc::cc::multipath::{MultipathController, Paths};
+use pathweave_cc::cc::{Ack, CongestionEvent, PathId, PathView, Rto};
 use pathweave_cc::rtt::RtoConfig;
 use pathweave_cc::{Bytes, Duration, Instant};
 use std::collections::VecDeque;
 
 /// The connection controller the simulator drives.
 pub type Cc = pathweave_cc::cc::multipath::AnyMultipathController;
+
+/// The connection's controller together with the window it left each path after its last
+/// call. A window changes only when the controller is called, so the per-ACK readers (the
+/// time integral and the sending loop) take it from here instead of asking the controller.
+/// Any call may move any path's window (coupled controllers), so every path is refreshed.
+pub(crate) struct Control {
+    cc: Cc,
+    /// Per path: the window in bytes and the same as a float, for the integral.
+    windows: Vec<(u64, f64)>,
+}
+
+impl Control {
+    fn new(cc: Cc, paths: usize) -> Self {
+        let mut c = Control {
+            cc,
+            windows: vec![(0, 0.0); paths],
+        };
+        c.refresh();
+        c
+    }
+
+    fn refresh(&mut self) {
+        for (i, w) in self.windows.iter_mut().enumerate() {
+            let b = self.cc.window(PathId(i as u32)).0;
+            *w = (b, b as f64);
+        }
+    }
+
+    /// The window of path `p` in bytes.
+    #[inline]
+    pub(crate) fn window(&self, p: PathId) -> u64 {
+        self.windows[p.0 as usize].0
+    }
+
+    /// The window of path `p` as a float.
+    #[inline]
+    fn window_f64(&self, p: usize) -> f64 {
+        self.windows[p].1
+    }
+
+    pub(crate) fn on_path_added(&mut self, p: PathId, now: Instant, mss: Bytes) {
+        self.cc.on_path_added(p, now, mss);
+        self.refresh();
+    }
+
+    pub(crate) fn on_path_removed(&mut self, p: PathId) {
+        self.cc.on_path_removed(p);
+        self.refresh();
+    }
+
+    #[inline]
+    pub(crate) fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) {
+        self.cc.on_ack(p, ack, paths);
+        self.refresh();
+    }
+
+    pub(crate) fn on_congestion_event(
+        &mut self,
+        p: PathId,
+        ev: &CongestionEvent,
+        paths: &Paths<'_>,
+    ) {
+        self.cc.on_congestion_event(p, ev, paths);
+        self.refresh();
+    }
+
+    pub(crate) fn on_recovery_end(&mut self, p: PathId, now: Instant, paths: &Paths<'_>) {
+        self.cc.on_recovery_end(p, now, paths);
+        self.refresh();
+    }
+
+    pub(crate) fn on_rto(&mut self, p: PathId, rto: &Rto, paths: &Paths<'_>) {
+        self.cc.on_rto(p, rto, paths);
+        self.refresh();
+    }
+}
 
 /// Loss-recovery algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,6 +240,7 @@ impl DataSource {
     }
 
     /// The next DSN for a subflow with window space, if any may be sent.
+    #[inline(never)]
     pub(crate) fn take(&mut self) -> Option<u64> {
         while let Some(d) = self.reinject.pop_front() {
             if d >= self.data_una {
@@ -207,7 +284,7 @@ pub struct TcpSender {
     comp: ComponentId,
     cfg: TcpConfig,
     traffic: Traffic,
-    cc: Cc,
+    cc: Control,
     views: Vec<PathView>,
     subs: Vec<Subflow>,
     data: DataSource,
@@ -262,7 +339,7 @@ impl TcpSender {
             comp,
             cfg,
             traffic,
-            cc,
+            cc: Control::new(cc, plans.len()),
             views,
             order: (0..subs.len()).collect(),
             subs,
@@ -296,7 +373,7 @@ impl TcpSender {
 
     /// The controller, for traces.
     pub fn controller(&self) -> &Cc {
-        &self.cc
+        &self.cc.cc
     }
 
     /// The subflows.
@@ -315,10 +392,11 @@ impl TcpSender {
     }
 
     /// Accumulate every subflow's time integrals up to `now`.
+    #[inline]
     pub fn integrate(&mut self, now: Instant) {
         let active = self.active();
         for (i, s) in self.subs.iter_mut().enumerate() {
-            s.integrate(now, active, self.cc.window(PathId(i as u32)));
+            s.integrate(now, active, self.cc.window_f64(i));
         }
     }
 
@@ -371,16 +449,17 @@ impl TcpSender {
             s.on_ack(p, net, &mut self.cc, &mut self.views, &mut self.data);
         }
         // Data level: the cumulative data ACK and the receive window.
-        if p.data_ack > self.data.data_una {
-            let bytes: u64 = (self.data.data_una..p.data_ack)
+        let data_ack = p.data_ack();
+        if data_ack > self.data.data_una {
+            let bytes: u64 = (self.data.data_una..data_ack)
                 .map(|d| self.data.payload(d) as u64)
                 .sum();
             self.stats.bytes_acked += bytes;
-            self.data.data_una = p.data_ack;
+            self.data.data_una = data_ack;
         }
         self.data.window_edge = match p.rwnd {
             u32::MAX => u64::MAX,
-            w => p.data_ack + w as u64,
+            w => data_ack + w as u64,
         };
         if self.data.total.is_some_and(|n| self.data.data_una >= n)
             && self.stats.completed_at.is_none()
@@ -458,6 +537,7 @@ impl TcpSender {
         self.arm(net);
     }
 
+    #[inline]
     fn arm(&mut self, net: &mut Net) {
         // The earliest of the start, the stop, the next traffic toggle and every subflow's
         // join, leave or retransmission deadline.
@@ -477,9 +557,16 @@ impl TcpSender {
                 next = next.min(t);
             }
         }
-        if next != Instant::MAX {
-            self.timer.arm(next, self.comp, &mut net.sched);
+        // Usually the pending event is already early enough (the retransmission deadline
+        // only moves later on an ACK), so the push stays out of line.
+        if next != Instant::MAX && self.timer.would_arm(next) {
+            self.arm_at(next, net);
         }
+    }
+
+    #[inline(never)]
+    fn arm_at(&mut self, t: Instant, net: &mut Net) {
+        self.timer.arm(t, self.comp, &mut net.sched);
     }
 
     /// Data segments sent on all subflows (retransmissions included), for conservation checks.

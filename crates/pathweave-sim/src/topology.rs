@@ -108,8 +108,9 @@ pub fn sample_links(links: &mut [LinkDir], sampled: &[u32], now: Instant, series
         series
             .red_average
             .push(link.red_average().unwrap_or(f64::NAN));
-        series.drops.push(link.stats.congestive_drops());
-        series.wire_losses.push(link.stats.drops_wire);
+        let stats = link.stats();
+        series.drops.push(stats.congestive_drops());
+        series.wire_losses.push(stats.drops_wire);
     }
 }
 
@@ -123,15 +124,16 @@ pub fn link_table(scenario: &Scenario, links: &[LinkDir], run_s: f64) -> LinkTab
         lt.direction
             .push(if i % 2 == 0 { "forward" } else { "reverse" }.to_string());
         lt.rate_bps.push(l.rate().bps() as f64);
-        lt.arrivals.push(l.stats.arrivals);
-        lt.delivered_packets.push(l.stats.delivered);
-        lt.delivered_bytes.push(l.stats.delivered_bytes);
+        let stats = l.stats();
+        lt.arrivals.push(stats.arrivals);
+        lt.delivered_packets.push(stats.delivered);
+        lt.delivered_bytes.push(stats.delivered_bytes);
         lt.utilization
-            .push(l.stats.delivered_bytes as f64 * 8.0 / (l.rate().bps() as f64 * run));
-        lt.drops_overflow.push(l.stats.drops_overflow);
-        lt.drops_early.push(l.stats.drops_early);
-        lt.drops_forced.push(l.stats.drops_forced);
-        lt.drops_wire.push(l.stats.drops_wire);
+            .push(stats.delivered_bytes as f64 * 8.0 / (l.rate().bps() as f64 * run));
+        lt.drops_overflow.push(stats.drops_overflow);
+        lt.drops_early.push(stats.drops_early);
+        lt.drops_forced.push(stats.drops_forced);
+        lt.drops_wire.push(stats.drops_wire);
     }
     lt
 }

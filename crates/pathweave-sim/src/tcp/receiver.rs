@@ -189,8 +189,8 @@ impl TcpReceiver {
         s.delack_at = None;
         let mut p = Packet::new(self.flow, s.route, PacketKind::Ack, self.ack_size, 0);
         p.sub = i as u16;
-        p.ack = s.seqs.next;
-        p.data_ack = self.data.next;
+        p.seq = s.seqs.next;
+        p.dsn = self.data.next;
         p.rwnd = rwnd;
         if self.sack && s.seqs.count > 0 {
             fill_sack(s, &mut p);
@@ -246,14 +246,14 @@ fn fill_sack(s: &SubReceiver, p: &mut Packet) {
     }
     let mut out = 0;
     if let Some(b) = first {
-        p.sack[0] = b;
+        p.set_sack(0, b);
         out = 1;
     }
     for &b in &blocks[..n] {
         if out == MAX_SACK_BLOCKS {
             break;
         }
-        p.sack[out] = b;
+        p.set_sack(out, b);
         out += 1;
     }
     p.nsack = out as u8;

@@ -7,10 +7,10 @@
 //! `snd_una..snd_max`; the controller hears of each recovery episode once, at its start and at
 //! its end, and of each timeout.
 
-use super::{Cc, DataSource, Recovery, SubflowPlan, TcpConfig};
+use super::{Control as Cc, DataSource, Recovery, SubflowPlan, TcpConfig};
 use crate::net::Net;
 use crate::packet::{Packet, PacketKind};
-use pathweave_cc::cc::multipath::{MultipathController, Paths};
+use pathweave_cc::cc::multipath::Paths;
 use pathweave_cc::cc::{Ack, Cause, CongestionEvent, PathId, PathView, Rto};
 use pathweave_cc::rtt::RttEstimator;
 use pathweave_cc::{Bytes, Duration, Instant};
@@ -67,6 +67,8 @@ pub struct Subflow {
     plan: SubflowPlan,
     state: State,
     rtt: RttEstimator,
+    /// The smoothed RTT in seconds, kept with each sample for the time integral.
+    srtt_s: Option<f64>,
     snd_una: u64,
     snd_nxt: u64,
     snd_max: u64,
@@ -93,6 +95,7 @@ impl Subflow {
             plan,
             state: State::Waiting,
             rtt: RttEstimator::new(cfg.rto),
+            srtt_s: None,
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
@@ -190,16 +193,17 @@ impl Subflow {
     }
 
     /// Accumulate the time integrals of cwnd and srtt up to `now`.
-    pub(crate) fn integrate(&mut self, now: Instant, connection_active: bool, cwnd: Bytes) {
+    #[inline]
+    pub(crate) fn integrate(&mut self, now: Instant, connection_active: bool, cwnd: f64) {
         if !connection_active || self.state != State::Active {
             self.last_integrated = now;
             return;
         }
         let dt = now.saturating_since(self.last_integrated).as_secs_f64();
-        self.stats.cwnd_integral += cwnd.0 as f64 * dt;
+        self.stats.cwnd_integral += cwnd * dt;
         self.stats.active_time += dt;
-        if let Some(s) = self.rtt.srtt() {
-            self.stats.srtt_integral += s.as_secs_f64() * dt;
+        if let Some(s) = self.srtt_s {
+            self.stats.srtt_integral += s * dt;
             self.stats.srtt_time += dt;
         }
         self.last_integrated = now;
@@ -278,7 +282,7 @@ impl Subflow {
             return self.sack_send(net, cc, data, max_new);
         }
         let _ = views;
-        let wnd = ((cc.window(self.pid()).0 + self.inflation) / self.mss()).max(1);
+        let wnd = ((cc.window(self.pid()) + self.inflation) / self.mss()).max(1);
         // RFC 3042 limited transmit: outside recovery the first two duplicate ACKs each let
         // one *new* segment out beyond the window; cwnd is unchanged.
         let limited = if self.cfg.limited_transmit && !self.in_recovery {
@@ -325,7 +329,7 @@ impl Subflow {
         max_new: usize,
     ) -> usize {
         let mut pipe = self.update_scoreboard();
-        let cwnd_segs = cc.window(self.pid()).0 / self.mss();
+        let cwnd_segs = cc.window(self.pid()) / self.mss();
         let mut cursor = 0usize;
         let mut sent_new = 0;
         while cwnd_segs > pipe {
@@ -437,7 +441,7 @@ impl Subflow {
     }
 
     fn apply_sack(&mut self, p: &Packet) {
-        for &(s, e) in &p.sack[..p.nsack as usize] {
+        for (s, e) in p.sack_blocks() {
             let lo = s.max(self.snd_una);
             let hi = e.min(self.snd_max);
             for seq in lo..hi {
@@ -462,7 +466,7 @@ impl Subflow {
             return;
         }
         let now = net.now;
-        let ack = p.ack.min(self.snd_max);
+        let ack = p.ack().min(self.snd_max);
         if self.cfg.recovery == Recovery::Sack {
             self.apply_sack(p);
         }
@@ -473,6 +477,7 @@ impl Subflow {
             let sample = (!last.retx).then(|| now.saturating_since(last.sent));
             if let Some(r) = sample {
                 self.rtt.on_sample(r);
+                self.srtt_s = self.rtt.srtt().map(Duration::as_secs_f64);
             }
             let mut bytes = 0u64;
             for _ in 0..newly {
