@@ -2,12 +2,12 @@
 //! `[[link]]` and `[[flow]]` arrays, and an accepted (but not expanded) `[sweep]` table; then the
 //! checks that span the whole scenario, such as the time-series row limit.
 
-use super::flows::TCP_KEYS;
+use super::flows::{Links, TCP_KEYS};
 use super::{
     FlowKind, FlowSpec, LinkSpec, Reader, Scenario, TcpSettings, MAX_SAMPLE_ROWS, MAX_SEED, R,
 };
 use pathweave_cc::Duration;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use toml::{Table, Value};
 
 impl Reader<'_> {
@@ -67,21 +67,27 @@ impl Reader<'_> {
         };
 
         let mut links: Vec<LinkSpec> = Vec::new();
-        let mut link_names: BTreeMap<String, String> = BTreeMap::new();
+        // Each link's index by name (paths look their links up here), and the table that
+        // defined it (for duplicates).
+        let mut link_index: HashMap<String, usize> = HashMap::new();
+        let mut link_tables: Vec<usize> = Vec::new();
         for (k, t) in self.array_of_tables(root, "link")?.into_iter().enumerate() {
             let path = format!("link[{k}]");
             for copy in self.expand(t, &path)? {
                 let l = self.link(&copy, &path, duration)?;
-                if let Some(prev) = link_names.get(&l.name) {
+                if let Some(&prev) = link_index.get(&l.name) {
                     return Err(self.invalid(
                         &format!("{path}.name"),
                         &Value::String(l.name.clone()),
                         format!(
-                            "duplicate link name (already used by {prev}); names must be unique"
+                            "duplicate link name (already used by link[{}]); names must be \
+                             unique",
+                            link_tables[prev]
                         ),
                     ));
                 }
-                link_names.insert(l.name.clone(), path.clone());
+                link_index.insert(l.name.clone(), links.len());
+                link_tables.push(k);
                 links.push(l);
             }
         }
@@ -108,7 +114,10 @@ impl Reader<'_> {
                 let f = self.flow(
                     &copy,
                     &path,
-                    &links,
+                    Links {
+                        list: &links,
+                        index: &link_index,
+                    },
                     &tcp_defaults,
                     &group_default,
                     duration,
