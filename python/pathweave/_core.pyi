@@ -11,6 +11,7 @@ import os
 from typing import Any, Final, TypeAlias, TypedDict, final
 
 __all__ = [
+    "EMULATE_LOADS_CONTROLLERS",
     "EmulationError",
     "EmulationRefused",
     "PathweaveError",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 __version__: Final[str]
+EMULATE_LOADS_CONTROLLERS: Final[bool]
+"""Whether ``emulate`` loads pathweave-kernel's BPF controllers for coupled algorithms."""
 
 # Stub-only names (private, so stubtest does not look for them at run time).
 _NumericColumn: TypeAlias = tuple[str, bytearray]
@@ -49,6 +52,13 @@ class _Results(TypedDict):
     link_series: _Table
     fairness: _Table
     stats: dict[str, int | float]
+
+class _Series(TypedDict):
+    """What ``Simulation.take_series()`` returns."""
+
+    flow_series: _Table
+    subflow_series: _Table
+    link_series: _Table
 
 class PathweaveError(Exception):
     """Base class of every error raised by pathweave."""
@@ -107,6 +117,9 @@ class Scenario:
     @property
     def link_names(self) -> list[str]: ...
     @property
+    def series_rows_per_sample(self) -> int:
+        """The most time-series rows one sample adds (what ``[series]`` records)."""
+    @property
     def source(self) -> str: ...
 
 def load_scenario(path: str | os.PathLike[str], max_bytes: int | None = None) -> Scenario:
@@ -146,6 +159,10 @@ class Simulation:
     def results(self) -> _Results:
         """Results at the current time: the tables ``flows``, ``subflows``, ``links``,
         ``flow_series``, ``subflow_series``, ``link_series`` and ``fairness``, plus
-        ``scenario``, ``seed`` and ``stats``."""
+        ``scenario``, ``seed`` and ``stats``. The series hold the columns the scenario's
+        ``[series]`` records, and the rows sampled since the last ``take_series()``."""
+    def take_series(self) -> _Series:
+        """Move out the time series sampled since the start or the previous call; later
+        ``results()`` hold only rows sampled after it."""
     def check_conservation(self) -> None:
         """Raise PathweaveError if some packet is unaccounted for."""

@@ -4,7 +4,8 @@
 
 use super::flows::{Links, TCP_KEYS};
 use super::{
-    FlowKind, FlowSpec, LinkSpec, Reader, Scenario, TcpSettings, MAX_SAMPLE_ROWS, MAX_SEED, R,
+    FlowKind, FlowSpec, LinkSpec, Reader, Scenario, SeriesSpec, TcpSettings, MAX_SAMPLE_ROWS,
+    MAX_SEED, R,
 };
 use pathweave_cc::Duration;
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +25,7 @@ impl Reader<'_> {
                 "tcp",
                 "link",
                 "flow",
+                "series",
                 "sweep",
             ],
         )?;
@@ -135,7 +137,8 @@ impl Reader<'_> {
                 flows.push(f);
             }
         }
-        self.check_sample_rows(root, duration, sample_interval, &flows)?;
+        let series = self.series(root.get("series"), &links, &link_index, &flows)?;
+        self.check_sample_rows(root, duration, sample_interval, &flows, &series)?;
         Ok(Scenario {
             source: self.file.to_string(),
             name,
@@ -145,6 +148,7 @@ impl Reader<'_> {
             sample_interval,
             links,
             flows,
+            series,
         })
     }
 
@@ -178,31 +182,30 @@ impl Reader<'_> {
         }
     }
 
-    /// The time series hold one row per sample for every flow, TCP subflow and sampled link
-    /// direction; refuse a run whose rows would exceed [`MAX_SAMPLE_ROWS`].
+    /// The time series hold one row per sample for every recorded flow, subflow of a recorded
+    /// TCP flow and recorded link direction; refuse a run whose rows would exceed
+    /// [`MAX_SAMPLE_ROWS`].
     fn check_sample_rows(
         &self,
         root: &Table,
         duration: Duration,
         interval: Duration,
         flows: &[FlowSpec],
+        series: &SeriesSpec,
     ) -> R<()> {
         // The sampler fires at every multiple of the interval up to the end.
         let samples = duration.as_nanos() / interval.as_nanos().max(1);
-        let subflows: usize = flows
-            .iter()
-            .filter(|f| matches!(f.kind, FlowKind::Tcp { .. }))
-            .map(|f| f.subflows.len())
-            .sum();
-        let directions: std::collections::BTreeSet<(usize, bool)> = flows
-            .iter()
-            .flat_map(|f| &f.subflows)
-            .flat_map(|sf| &sf.path)
-            .map(|h| (h.link, h.reverse))
-            .collect();
-        let per_sample = (flows.len() + subflows + directions.len()) as u128;
-        let rows = samples as u128 * per_sample;
+        let rows = samples as u128 * series.rows_per_sample(flows) as u128;
         if rows > MAX_SAMPLE_ROWS as u128 {
+            let recorded = (0..flows.len()).filter(|&i| series.samples_flow(i));
+            let subflows: usize = flows
+                .iter()
+                .enumerate()
+                .filter(|(i, f)| {
+                    series.samples_subflows(*i) && matches!(f.kind, FlowKind::Tcp { .. })
+                })
+                .map(|(_, f)| f.subflows.len())
+                .sum();
             let v = root
                 .get("sample_interval")
                 .cloned()
@@ -214,9 +217,9 @@ impl Reader<'_> {
                     "the time series would hold {rows} rows ({samples} samples of {} flows, \
                      {subflows} TCP subflows and {} sampled link directions), more than \
                      {MAX_SAMPLE_ROWS}; use a longer sample_interval, a shorter duration or \
-                     fewer flows",
-                    flows.len(),
-                    directions.len()
+                     fewer flows, or record fewer flows, links or columns with [series]",
+                    recorded.count(),
+                    series.sampled_links().len()
                 ),
             ));
         }
