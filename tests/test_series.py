@@ -253,6 +253,27 @@ def test_an_interrupted_streamed_run_leaves_no_partial_result(tmp_path: Path) ->
     assert sorted(p.name for p in (root / "out").iterdir()) == ["run.json"]
 
 
+def test_a_failed_streamed_write_raises_its_error_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_scenario(tmp_path, MIXED, "mixed.toml")
+    root = tmp_path / "results"
+    root.mkdir()
+    real = api._SeriesWriter.write
+    calls: list[int] = []
+
+    def full_disk(self: api._SeriesWriter, chunk: pathweave._core._Series) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("disk full")
+        real(self, chunk)
+
+    monkeypatch.setattr(api._SeriesWriter, "write", full_disk)
+    with pytest.raises(OSError, match="disk full"):
+        pathweave.run(path, out=root / "out")
+    assert list(root.iterdir()) == []
+
+
 def test_a_streamed_run_refuses_a_directory_of_other_data(tmp_path: Path) -> None:
     path = write_scenario(tmp_path, MIXED, "mixed.toml")
     out = tmp_path / "thesis"

@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -315,8 +315,8 @@ class _SeriesWriter:
     write them whole: the same columns, types and values; Parquet files get a row group per
     ``_ROW_GROUP_ROWS`` rows or so, CSV files their rows appended.
 
-    A context manager: leaving it flushes and closes every file (also on an error, after which
-    the files are incomplete and the caller discards them).
+    A context manager: leaving it flushes and closes every file; leaving it on an error only
+    closes them (the files are incomplete, and the caller discards them).
     """
 
     def __init__(self, directory: Path, format: Format) -> None:
@@ -331,8 +331,16 @@ class _SeriesWriter:
     def __enter__(self) -> _SeriesWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        # Nothing more to write, and the error being raised must not be masked by another.
+        for f in [*self._parquet.values(), *self._csv.values()]:
+            with suppress(Exception):
+                f.close()
+        self._parquet.clear()
+        self._csv.clear()
 
     def path(self, name: str) -> Path:
         return self._directory / f"{name}.{self._format}"
