@@ -92,6 +92,7 @@ bench: setup
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/dumbbell.py
 	$(BIN)/python bench/multipath.py
+	$(BIN)/python bench/series_memory.py
 
 # Real-time capacity and lateness of the link emulator (root).
 bench-emulate: setup

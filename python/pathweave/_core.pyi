@@ -54,6 +54,13 @@ class _Results(TypedDict):
     fairness: _Table
     stats: dict[str, int | float]
 
+class _Series(TypedDict):
+    """What ``Simulation.take_series()`` returns."""
+
+    flow_series: _Table
+    subflow_series: _Table
+    link_series: _Table
+
 class PathweaveError(Exception):
     """Base class of every error raised by pathweave."""
 
@@ -111,6 +118,9 @@ class Scenario:
     @property
     def link_names(self) -> list[str]: ...
     @property
+    def series_rows_per_sample(self) -> int:
+        """The most time-series rows one sample adds (what ``[series]`` records)."""
+    @property
     def source(self) -> str: ...
 
 def load_scenario(path: str | os.PathLike[str], max_bytes: int | None = None) -> Scenario:
@@ -150,6 +160,10 @@ class Simulation:
     def results(self) -> _Results:
         """Results at the current time: the tables ``flows``, ``subflows``, ``links``,
         ``flow_series``, ``subflow_series``, ``link_series`` and ``fairness``, plus
-        ``scenario``, ``seed`` and ``stats``."""
+        ``scenario``, ``seed`` and ``stats``. The series hold the columns the scenario's
+        ``[series]`` records, and the rows sampled since the last ``take_series()``."""
+    def take_series(self) -> _Series:
+        """Move out the time series sampled since the start or the previous call; later
+        ``results()`` hold only rows sampled after it."""
     def check_conservation(self) -> None:
         """Raise PathweaveError if some packet is unaccounted for."""

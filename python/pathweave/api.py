@@ -6,6 +6,10 @@ Chunks are sized to take about a tenth of a second of wall time, whatever the sc
 
 ``Result`` turns the columns that cross from Rust into pandas DataFrames and writes them to
 a directory atomically: into a hidden sibling first, renamed into place only once complete.
+``run(..., out=DIR)`` writes that way too, but streams the time series into their files while
+the simulator runs (Parquet row groups or CSV rows), so memory stays flat however long the
+simulated time; the ``Result`` it returns reads its series back from ``DIR`` when they are
+first used.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pathweave import _core
 from pathweave._core import PathweaveError, Scenario, Simulation
@@ -35,7 +39,16 @@ if TYPE_CHECKING:
 # numpy and pandas are imported where results are built, not here: `pathweave validate` and
 # error paths of the command line then start in a fraction of the time.
 
-__all__ = ["TABLES", "Progress", "Result", "check_output_directory", "load", "parse", "run"]
+__all__ = [
+    "SERIES",
+    "TABLES",
+    "Progress",
+    "Result",
+    "check_output_directory",
+    "load",
+    "parse",
+    "run",
+]
 
 TABLES = (
     "flows",
@@ -48,6 +61,9 @@ TABLES = (
 )
 """The tables of a result, in the order they are written."""
 
+SERIES = ("flow_series", "subflow_series", "link_series")
+"""The time-series tables: sampled every ``sample_interval``, streamed by ``run(out=...)``."""
+
 Format = Literal["parquet", "csv"]
 
 # Wall time each chunk of simulated time should take: short enough for a lively progress bar
@@ -55,6 +71,12 @@ Format = Literal["parquet", "csv"]
 _CHUNK_WALL_S = 0.1
 # Wall time before a progress bar appears: short runs finish without one.
 _PROGRESS_DELAY_S = 2.0
+# Rows gathered before a streamed time series writes a Parquet row group: big enough for
+# efficient files, small enough (a few MB) that memory stays flat.
+_ROW_GROUP_ROWS = 1 << 14
+# The most time-series rows a chunk of a streamed run may sample: its simulated time is
+# capped to fit, however fast the simulator runs.
+_CHUNK_ROWS = 1 << 14
 
 
 ENV_MAX_SCENARIO_BYTES = "PATHWEAVE_MAX_SCENARIO_BYTES"
@@ -122,6 +144,9 @@ def run(
     progress: bool = False,
     *,
     on_progress: Callable[[Progress], None] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    format: Format = "parquet",
+    plot: bool = False,
 ) -> Result:
     """Run a scenario to its end and return its results.
 
@@ -130,14 +155,56 @@ def run(
     has taken more than about two seconds. ``on_progress`` is called after every chunk of
     simulated time (a few times a second). Raises ``ScenarioError`` for a bad scenario file and
     ``PathweaveError`` if the simulator fails its packet-conservation check.
+
+    With ``out``, the results are also written to that directory in ``format`` (with
+    ``plot``, ``run.png`` too), as ``Result.write`` writes them, but the time series are
+    written while the run goes instead of being held in memory: memory stays flat however
+    long the simulated time. The directory appears only once complete (the run writes into a
+    hidden sibling and renames it; a failed or interrupted run leaves ``out`` as it was), and
+    ``out`` must be absent, empty or hold earlier results. The returned ``Result`` reads its
+    time series back from ``out`` when they are first used.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
-    sim = Simulation(scenario, seed)
+    if out is None:
+        sim = Simulation(scenario, seed)
+        wall_s = _drive(sim, progress, on_progress)
+        sim.check_conservation()
+        return Result(scenario, sim.results(), wall_s)
+    if format not in ("parquet", "csv"):
+        raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
+    target = Path(out)
+    with _atomic_directory(target) as tmp:
+        sim = Simulation(scenario, seed)
+        with _SeriesWriter(tmp, format) as series:
+            wall_s = _drive(sim, progress, on_progress, lambda: series.write(sim.take_series()))
+            series.write(sim.take_series())
+        sim.check_conservation()
+        result = Result(scenario, sim.results(), wall_s, series=series.files(tmp))
+        result._write_files(tmp, format, plot=plot, series=False)
+    result._series_moved(target)
+    return result
+
+
+def _drive(
+    sim: Simulation,
+    progress: bool,
+    on_progress: Callable[[Progress], None] | None,
+    after_chunk: Callable[[], None] | None = None,
+) -> float:
+    """Advance ``sim`` to its end, reporting progress and calling ``after_chunk`` after every
+    chunk of simulated time; returns the wall time taken."""
     bar = _LazyProgressBar() if progress else None
+    max_step = math.inf
+    if after_chunk is not None:
+        # A chunk's time series must stay small however fast the simulator runs.
+        rows = max(sim.scenario.series_rows_per_sample, 1)
+        max_step = max(_CHUNK_ROWS // rows, 1) * sim.scenario.sample_interval_s
     start = time.perf_counter()
     try:
-        for p in _advance(sim, start):
+        for p in _advance(sim, start, max_step):
+            if after_chunk is not None:
+                after_chunk()
             if bar is not None:
                 bar.update(p)
             if on_progress is not None:
@@ -145,16 +212,15 @@ def run(
     finally:
         if bar is not None:
             bar.close()
-    wall_s = time.perf_counter() - start
-    sim.check_conservation()
-    return Result(scenario, sim.results(), wall_s)
+    return time.perf_counter() - start
 
 
-def _advance(sim: Simulation, start: float) -> Iterator[Progress]:
-    """Advance ``sim`` to its end in chunks, yielding progress after each."""
+def _advance(sim: Simulation, start: float, max_step: float = math.inf) -> Iterator[Progress]:
+    """Advance ``sim`` to its end in chunks of at most ``max_step`` simulated seconds,
+    yielding progress after each."""
     end = sim.end_s
     # Begin small; the step then adapts to the simulator's speed on this scenario.
-    step = max(end / 1000, 1e-6)
+    step = min(max(end / 1000, 1e-6), max_step)
     while not sim.finished:
         target = sim.now_s + step
         t0 = time.perf_counter()
@@ -162,7 +228,7 @@ def _advance(sim: Simulation, start: float) -> Iterator[Progress]:
         sim.advance(math.inf if target >= end else target)
         took = time.perf_counter() - t0
         factor = _CHUNK_WALL_S / took if took > 0 else 4.0
-        step = min(max(step * min(max(factor, 0.25), 4.0), 1e-6), end)
+        step = min(max(step * min(max(factor, 0.25), 4.0), 1e-6), end, max_step)
         yield Progress(sim.now_s, end, sim.events, time.perf_counter() - start)
 
 
@@ -227,6 +293,119 @@ def _frame(table: dict[str, tuple[str, bytearray] | list[str]]) -> pd.DataFrame:
     return pd.DataFrame({name: _column(col) for name, col in table.items()})
 
 
+@dataclass(frozen=True)
+class _SeriesFile:
+    """A time-series table written to a file, to be read back on first use."""
+
+    path: Path
+    format: Format
+    dtypes: dict[str, str]
+    """Column dtypes, so a CSV file reads back as the table was (Parquet keeps them)."""
+
+    def read(self) -> pd.DataFrame:
+        import pandas as pd
+
+        if self.format == "parquet":
+            return pd.read_parquet(self.path, engine="pyarrow")
+        return pd.read_csv(self.path, dtype=self.dtypes)
+
+
+class _SeriesWriter:
+    """Writes the time series into ``directory`` chunk by chunk, as ``Result.write`` would
+    write them whole: the same columns, types and values; Parquet files get a row group per
+    ``_ROW_GROUP_ROWS`` rows or so, CSV files their rows appended.
+
+    A context manager: leaving it flushes and closes every file; leaving it on an error only
+    closes them (the files are incomplete, and the caller discards them).
+    """
+
+    def __init__(self, directory: Path, format: Format) -> None:
+        self._directory = directory
+        self._format: Format = format
+        self._dtypes: dict[str, dict[str, str]] = {}
+        self._parquet: dict[str, Any] = {}  # name -> pyarrow.parquet.ParquetWriter
+        self._pending: dict[str, list[Any]] = {name: [] for name in SERIES}  # pyarrow Tables
+        self._pending_rows: dict[str, int] = dict.fromkeys(SERIES, 0)
+        self._csv: dict[str, TextIO] = {}
+
+    def __enter__(self) -> _SeriesWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        # Nothing more to write, and the error being raised must not be masked by another.
+        for f in [*self._parquet.values(), *self._csv.values()]:
+            with suppress(Exception):
+                f.close()
+        self._parquet.clear()
+        self._csv.clear()
+
+    def path(self, name: str) -> Path:
+        return self._directory / f"{name}.{self._format}"
+
+    def write(self, chunk: _core._Series) -> None:
+        """Append one chunk of every series (as ``Simulation.take_series()`` returns it)."""
+        for name in SERIES:
+            frame = _frame(chunk[name])  # type: ignore[literal-required]
+            self._dtypes.setdefault(name, {str(c): str(t) for c, t in frame.dtypes.items()})
+            if self._format == "parquet":
+                self._write_parquet(name, frame)
+            else:
+                self._write_csv(name, frame)
+
+    def _write_parquet(self, name: str, frame: pd.DataFrame) -> None:
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+        # As DataFrame.to_parquet converts it, so the schema (pandas metadata included) is
+        # the one an unstreamed write gives.
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if name not in self._parquet:
+            self._parquet[name] = pq.ParquetWriter(self.path(name), table.schema)
+        if table.num_rows == 0:
+            return
+        self._pending[name].append(table)
+        self._pending_rows[name] += table.num_rows
+        if self._pending_rows[name] >= _ROW_GROUP_ROWS:
+            self._flush(name)
+
+    def _flush(self, name: str) -> None:
+        import pyarrow as pa
+
+        if self._pending_rows[name] == 0:
+            return
+        table = pa.concat_tables(self._pending[name])
+        self._parquet[name].write_table(table, row_group_size=table.num_rows)
+        self._pending[name] = []
+        self._pending_rows[name] = 0
+
+    def _write_csv(self, name: str, frame: pd.DataFrame) -> None:
+        f = self._csv.get(name)
+        first = f is None
+        if f is None:
+            # As DataFrame.to_csv opens a path: newline="" keeps its line endings.
+            f = self._csv[name] = self.path(name).open("w", encoding="utf-8", newline="")
+        frame.to_csv(f, header=first, index=False)
+
+    def files(self, directory: Path) -> dict[str, _SeriesFile]:
+        """Where each series is once ``directory`` holds the written files."""
+        return {
+            name: _SeriesFile(
+                directory / f"{name}.{self._format}", self._format, self._dtypes[name]
+            )
+            for name in SERIES
+        }
+
+    def close(self) -> None:
+        for name in list(self._parquet):
+            self._flush(name)
+            self._parquet.pop(name).close()
+        for name in list(self._csv):
+            self._csv.pop(name).close()
+
+
 class Result:
     """The results of one run.
 
@@ -242,9 +421,20 @@ class Result:
     * ``link_series``: one row per sampled link direction per sample; ``link`` is the row of
       ``links``;
     * ``fairness``: per group: ``group``, ``flows``, ``total_goodput_bps``, ``jain``.
+
+    The scenario's ``[series]`` chooses which flows, link directions and columns the three
+    series hold (by default all). A result of ``run(..., out=DIR)`` reads its series from the
+    files in ``DIR`` the first time each is used.
     """
 
-    def __init__(self, scenario: Scenario, raw: _core._Results, wall_time_s: float) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        raw: _core._Results,
+        wall_time_s: float,
+        *,
+        series: dict[str, _SeriesFile] | None = None,
+    ) -> None:
         self.scenario = scenario
         """The scenario that was run."""
         self.scenario_name: str = raw["scenario"]
@@ -256,10 +446,52 @@ class Result:
         self.flows = _frame(raw["flows"])
         self.subflows = _frame(raw["subflows"])
         self.links = _frame(raw["links"])
-        self.flow_series = _frame(raw["flow_series"])
-        self.subflow_series = _frame(raw["subflow_series"])
-        self.link_series = _frame(raw["link_series"])
         self.fairness = _frame(raw["fairness"])
+        # The series in memory, or (streamed by `run(out=...)`) the files to read them from.
+        self._series: dict[str, pd.DataFrame] = {}
+        self._series_files: dict[str, _SeriesFile] = dict(series or {})
+        if series is None:
+            for name in SERIES:
+                self._series[name] = _frame(raw[name])  # type: ignore[literal-required]
+
+    def _series_table(self, name: str) -> pd.DataFrame:
+        frame = self._series.get(name)
+        if frame is None:
+            frame = self._series[name] = self._series_files[name].read()
+        return frame
+
+    def _series_moved(self, directory: Path) -> None:
+        """The streamed series files are now in ``directory``."""
+        self._series_files = {
+            name: replace(f, path=directory / f.path.name) for name, f in self._series_files.items()
+        }
+
+    @property
+    def flow_series(self) -> pd.DataFrame:
+        """One row per recorded flow per sample (see the class description)."""
+        return self._series_table("flow_series")
+
+    @flow_series.setter
+    def flow_series(self, frame: pd.DataFrame) -> None:
+        self._series["flow_series"] = frame
+
+    @property
+    def subflow_series(self) -> pd.DataFrame:
+        """One row per joined subflow of a recorded TCP flow per sample."""
+        return self._series_table("subflow_series")
+
+    @subflow_series.setter
+    def subflow_series(self, frame: pd.DataFrame) -> None:
+        self._series["subflow_series"] = frame
+
+    @property
+    def link_series(self) -> pd.DataFrame:
+        """One row per recorded link direction per sample."""
+        return self._series_table("link_series")
+
+    @link_series.setter
+    def link_series(self, frame: pd.DataFrame) -> None:
+        self._series["link_series"] = frame
 
     def __repr__(self) -> str:
         return (
@@ -309,19 +541,33 @@ class Result:
             raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
         target = Path(out_dir)
         with _atomic_directory(target) as tmp:
-            for name, frame in self.tables().items():
-                path = tmp / f"{name}.{format}"
-                if format == "parquet":
-                    frame.to_parquet(path, engine="pyarrow", index=False)
-                else:
-                    frame.to_csv(path, index=False)
-            if plot:
-                from pathweave.plot import plot_run
-
-                plot_run(self, tmp / "run.png", packets=True)
-            text = json.dumps(self.manifest(format), indent=2, allow_nan=True)
-            (tmp / "run.json").write_text(text + "\n", encoding="utf-8")
+            self._write_files(tmp, format, plot=plot, series=True)
         return target
+
+    def _write_files(self, directory: Path, format: Format, *, plot: bool, series: bool) -> None:
+        """Write the tables (without the time series unless ``series``), the plot and
+        ``run.json`` into ``directory``; ``run.json`` last."""
+        for name in TABLES:
+            path = directory / f"{name}.{format}"
+            if name in SERIES:
+                if not series:
+                    continue
+                # Streamed and not read back: copy the file rather than read it.
+                streamed = self._series_files.get(name)
+                if name not in self._series and streamed is not None and streamed.format == format:
+                    shutil.copyfile(streamed.path, path)
+                    continue
+            frame: pd.DataFrame = getattr(self, name)
+            if format == "parquet":
+                frame.to_parquet(path, engine="pyarrow", index=False)
+            else:
+                frame.to_csv(path, index=False)
+        if plot:
+            from pathweave.plot import plot_run
+
+            plot_run(self, directory / "run.png", packets=True)
+        text = json.dumps(self.manifest(format), indent=2, allow_nan=True)
+        (directory / "run.json").write_text(text + "\n", encoding="utf-8")
 
 
 def check_output_directory(target: Path, marker: str = "run.json") -> None:

@@ -363,9 +363,16 @@ def _run(args: argparse.Namespace) -> int:
         _error(f"--out: {e}")
         return EXIT_BAD_INPUT
     show_progress = not args.quiet and sys.stderr.isatty()
-    result = run(scenario, seed=args.seed, progress=show_progress)
     try:
-        result.write(out, format=args.format, plot=args.plot)
+        # The time series go to their files while the run goes, so memory stays flat.
+        result = run(
+            scenario,
+            seed=args.seed,
+            progress=show_progress,
+            out=out,
+            format=args.format,
+            plot=args.plot,
+        )
     except OSError as e:
         _error(f"cannot write results to {out}: {e}")
         return EXIT_FAILURE

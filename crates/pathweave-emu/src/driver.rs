@@ -21,8 +21,8 @@ use pathweave_cc::Instant;
 use pathweave_sim::event::{ComponentId, Kind, Scheduler, Timer};
 use pathweave_sim::link::{LinkDir, Offer};
 use pathweave_sim::packet::PacketId;
-use pathweave_sim::results::LinkSeries;
-use pathweave_sim::scenario::LinkChange;
+use pathweave_sim::results::{LinkSeries, LINK_SERIES_COLUMNS};
+use pathweave_sim::scenario::{Columns, LinkChange};
 use pathweave_sim::topology;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -526,9 +526,11 @@ impl Driver {
         if !self.sampler_timer.fire(now) {
             return;
         }
+        // Every column; the run restricts the series to the scenario's [series] at the end.
         topology::sample_links(
             &mut self.links,
             &self.sampled_links,
+            Columns::all(LINK_SERIES_COLUMNS.len()),
             now,
             &mut self.link_series,
         );

@@ -765,15 +765,22 @@ fn assemble(
     let lt = topology::link_table(scenario, &driver.links, end);
     let fairness = topology::fairness(&ft);
     let d = &driver.stats;
+    let mut series = SeriesChunk {
+        flows: flow_series,
+        subflows: subflow_series,
+        links: driver.link_series.clone(),
+    };
+    // The emulator samples everything; keep what the scenario's [series] records.
+    scenario.series.restrict(&mut series);
     Results {
         scenario: scenario.name.clone(),
         seed,
         flows: ft,
         subflows: st,
         links: lt,
-        flow_series,
-        subflow_series,
-        link_series: driver.link_series.clone(),
+        flow_series: series.flows,
+        subflow_series: series.subflows,
+        link_series: series.links,
         fairness,
         stats: RunStats {
             simulated_s: end,

@@ -413,5 +413,56 @@ pub(crate) fn scenario(r: &mut ChaCha8Rng) -> String {
     for n in 0..1 + below(r, 4) {
         flow(r, &mut out, n, links);
     }
+    if chance(r, 15) {
+        series(r, &mut out, links);
+    }
     out
+}
+
+/// A `[series]` table: some links (a few reversed or unknown), flows and columns (a few of
+/// them keys, unknown or qualified with the wrong series).
+fn series(r: &mut ChaCha8Rng, out: &mut String, links: usize) {
+    out.push_str("\n[series]\n");
+    if chance(r, 60) {
+        let names: Vec<String> = (0..below(r, 4))
+            .map(|_| {
+                let rev = if chance(r, 20) { "~" } else { "" };
+                match below(r, 10) {
+                    0 => "\"nowhere\"".to_string(),
+                    _ => format!("\"{rev}l{}\"", below(r, links)),
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "links = [{}]", names.join(", "));
+    }
+    if chance(r, 60) {
+        let names: Vec<String> = (0..below(r, 4))
+            .map(|_| format!("\"f{}\"", below(r, 5)))
+            .collect();
+        let _ = writeln!(out, "flows = [{}]", names.join(", "));
+    }
+    if chance(r, 60) {
+        let names: Vec<String> = (0..below(r, 4))
+            .map(|_| {
+                let c = pick(
+                    r,
+                    &[
+                        "cwnd_bytes",
+                        "queue_packets",
+                        "flow_series",
+                        "link_series",
+                        "subflow_series.alpha",
+                        "link_series.alpha",
+                        "time_s",
+                        "nothing",
+                    ],
+                );
+                format!("\"{c}\"")
+            })
+            .collect();
+        let _ = writeln!(out, "columns = [{}]", names.join(", "));
+    }
+    if chance(r, 5) {
+        let _ = writeln!(out, "rows = {}", value(r, &["1", "true"]));
+    }
 }

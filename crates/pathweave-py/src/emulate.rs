@@ -118,7 +118,11 @@ pub(crate) fn emulate<'py>(
         return Err(e);
     }
     let o = outcome.map_err(to_py_err)?;
-    Ok((results_dict(py, &o.results)?, report_dict(py, &o.report)?))
+    let series = &scenario.get().inner.series;
+    Ok((
+        results_dict(py, &o.results, series)?,
+        report_dict(py, &o.report)?,
+    ))
 }
 
 /// Remove namespaces left by emulations whose process is gone; returns their names.

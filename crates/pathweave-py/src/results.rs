@@ -10,9 +10,10 @@
 //! error here until it is exported too.
 
 use pathweave_sim::results::{
-    FlowSeries, FlowTable, GroupFairness, LinkSeries, LinkTable, RunStats, SubflowSeries,
-    SubflowTable,
+    FlowSeries, FlowTable, GroupFairness, LinkSeries, LinkTable, RunStats, SeriesChunk,
+    SubflowSeries, SubflowTable,
 };
+use pathweave_sim::scenario::{Columns, SeriesSpec};
 use pathweave_sim::Results;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyDict, PyList};
@@ -65,6 +66,16 @@ impl<'py> Table<'py> {
         })?;
         self.dict.set_item(name, (T::DTYPE, data))?;
         Ok(self)
+    }
+
+    /// The column if the run records it (`on`), else nothing: a time-series column left out
+    /// by the scenario's `[series]` is absent from the table, not empty.
+    fn num_if<T: Column>(self, on: bool, name: &str, values: &[T]) -> PyResult<Self> {
+        if on {
+            self.num(name, values)
+        } else {
+            Ok(self)
+        }
     }
 
     fn text(self, name: &str, values: &[String]) -> PyResult<Self> {
@@ -142,7 +153,7 @@ fn links<'py>(py: Python<'py>, t: &LinkTable) -> PyResult<Table<'py>> {
         .num("drops_wire", drops_wire)
 }
 
-fn flow_series<'py>(py: Python<'py>, t: &FlowSeries) -> PyResult<Table<'py>> {
+fn flow_series<'py>(py: Python<'py>, t: &FlowSeries, on: Columns) -> PyResult<Table<'py>> {
     let FlowSeries {
         time_s,
         flow,
@@ -154,10 +165,10 @@ fn flow_series<'py>(py: Python<'py>, t: &FlowSeries) -> PyResult<Table<'py>> {
     Table::new(py)
         .num("time_s", time_s)?
         .num("flow", flow)?
-        .num("cwnd_bytes", cwnd_bytes)?
-        .num("ssthresh_bytes", ssthresh_bytes)?
-        .num("srtt_s", srtt_s)?
-        .num("rate_bps", rate_bps)
+        .num_if(on.has(0), "cwnd_bytes", cwnd_bytes)?
+        .num_if(on.has(1), "ssthresh_bytes", ssthresh_bytes)?
+        .num_if(on.has(2), "srtt_s", srtt_s)?
+        .num_if(on.has(3), "rate_bps", rate_bps)
 }
 
 fn subflows<'py>(py: Python<'py>, t: &SubflowTable) -> PyResult<Table<'py>> {
@@ -190,7 +201,7 @@ fn subflows<'py>(py: Python<'py>, t: &SubflowTable) -> PyResult<Table<'py>> {
         .num("mean_srtt_s", mean_srtt_s)
 }
 
-fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries) -> PyResult<Table<'py>> {
+fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries, on: Columns) -> PyResult<Table<'py>> {
     let SubflowSeries {
         time_s,
         flow,
@@ -210,19 +221,19 @@ fn subflow_series<'py>(py: Python<'py>, t: &SubflowSeries) -> PyResult<Table<'py
         .num("time_s", time_s)?
         .num("flow", flow)?
         .num("subflow", subflow)?
-        .num("cwnd_bytes", cwnd_bytes)?
-        .num("ssthresh_bytes", ssthresh_bytes)?
-        .num("srtt_s", srtt_s)?
-        .num("rate_bps", rate_bps)?
-        .num("alpha", alpha)?
-        .num("epsilon", epsilon)?
-        .num("weight", weight)?
-        .num("score", score)?
-        .num("backlog_packets", backlog_packets)?
-        .num("bandwidth_estimate_bps", bandwidth_estimate_bps)
+        .num_if(on.has(0), "cwnd_bytes", cwnd_bytes)?
+        .num_if(on.has(1), "ssthresh_bytes", ssthresh_bytes)?
+        .num_if(on.has(2), "srtt_s", srtt_s)?
+        .num_if(on.has(3), "rate_bps", rate_bps)?
+        .num_if(on.has(4), "alpha", alpha)?
+        .num_if(on.has(5), "epsilon", epsilon)?
+        .num_if(on.has(6), "weight", weight)?
+        .num_if(on.has(7), "score", score)?
+        .num_if(on.has(8), "backlog_packets", backlog_packets)?
+        .num_if(on.has(9), "bandwidth_estimate_bps", bandwidth_estimate_bps)
 }
 
-fn link_series<'py>(py: Python<'py>, t: &LinkSeries) -> PyResult<Table<'py>> {
+fn link_series<'py>(py: Python<'py>, t: &LinkSeries, on: Columns) -> PyResult<Table<'py>> {
     let LinkSeries {
         time_s,
         link,
@@ -235,11 +246,11 @@ fn link_series<'py>(py: Python<'py>, t: &LinkSeries) -> PyResult<Table<'py>> {
     Table::new(py)
         .num("time_s", time_s)?
         .num("link", link)?
-        .num("queue_packets", queue_packets)?
-        .num("queue_bytes", queue_bytes)?
-        .num("red_average", red_average)?
-        .num("drops", drops)?
-        .num("wire_losses", wire_losses)
+        .num_if(on.has(0), "queue_packets", queue_packets)?
+        .num_if(on.has(1), "queue_bytes", queue_bytes)?
+        .num_if(on.has(2), "red_average", red_average)?
+        .num_if(on.has(3), "drops", drops)?
+        .num_if(on.has(4), "wire_losses", wire_losses)
 }
 
 fn fairness<'py>(py: Python<'py>, rows: &[GroupFairness]) -> PyResult<Table<'py>> {
@@ -266,22 +277,62 @@ fn fairness<'py>(py: Python<'py>, rows: &[GroupFairness]) -> PyResult<Table<'py>
         .num("jain", &jain)
 }
 
+/// The time series of `c` as a dict of the tables `flow_series`, `subflow_series` and
+/// `link_series`, each with the columns `series` records.
+pub(crate) fn series_dict<'py>(
+    py: Python<'py>,
+    c: &SeriesChunk,
+    series: &SeriesSpec,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    put_series(&out, &c.flows, &c.subflows, &c.links, series)?;
+    Ok(out)
+}
+
+fn put_series(
+    out: &Bound<'_, PyDict>,
+    flows: &FlowSeries,
+    subflows: &SubflowSeries,
+    links: &LinkSeries,
+    series: &SeriesSpec,
+) -> PyResult<()> {
+    let py = out.py();
+    out.set_item(
+        "flow_series",
+        flow_series(py, flows, series.flow_columns)?.dict,
+    )?;
+    out.set_item(
+        "subflow_series",
+        subflow_series(py, subflows, series.subflow_columns)?.dict,
+    )?;
+    out.set_item(
+        "link_series",
+        link_series(py, links, series.link_columns)?.dict,
+    )?;
+    Ok(())
+}
+
 /// The whole of `r` as a dict: `scenario` (str), `seed` (int), the tables `flows`,
 /// `subflows`, `links`, `flow_series`, `subflow_series`, `link_series`, `fairness`, and `stats`
-/// (a dict of plain numbers).
-pub(crate) fn results_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyDict>> {
+/// (a dict of plain numbers). The series hold the columns `series` records.
+pub(crate) fn results_dict<'py>(
+    py: Python<'py>,
+    r: &Results,
+    series: &SeriesSpec,
+) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("scenario", &r.scenario)?;
     out.set_item("seed", r.seed)?;
     out.set_item("flows", flows(py, &r.flows)?.dict)?;
     out.set_item("links", links(py, &r.links)?.dict)?;
     out.set_item("subflows", subflows(py, &r.subflows)?.dict)?;
-    out.set_item("flow_series", flow_series(py, &r.flow_series)?.dict)?;
-    out.set_item(
-        "subflow_series",
-        subflow_series(py, &r.subflow_series)?.dict,
+    put_series(
+        &out,
+        &r.flow_series,
+        &r.subflow_series,
+        &r.link_series,
+        series,
     )?;
-    out.set_item("link_series", link_series(py, &r.link_series)?.dict)?;
     out.set_item("fairness", fairness(py, &r.fairness)?.dict)?;
     let RunStats {
         simulated_s,

@@ -73,6 +73,13 @@ impl PyScenario {
         self.inner.links.iter().map(|l| l.name.clone()).collect()
     }
 
+    /// The most time-series rows one sample adds: one per recorded flow, one per subflow of a
+    /// recorded TCP flow and one per recorded link direction (see `[series]`).
+    #[getter]
+    fn series_rows_per_sample(&self) -> u64 {
+        self.inner.series.rows_per_sample(&self.inner.flows)
+    }
+
     /// Where the scenario came from: the file path, or the label given to `parse_scenario`.
     #[getter]
     fn source(&self) -> &str {

@@ -8,7 +8,7 @@
 //!   raises `PathweaveError` instead of touching state the panic may have left inconsistent.
 
 use crate::errors::{guard, pathweave_error};
-use crate::results::results_dict;
+use crate::results::{results_dict, series_dict};
 use crate::scenario::PyScenario;
 use pathweave_cc::Instant;
 use pathweave_sim::Simulation;
@@ -144,9 +144,20 @@ impl PySimulation {
     }
 
     /// Results at the current time: a dict of tables (see the type stub for the layout).
+    ///
+    /// The time series hold the rows sampled since the last `take_series` (all of them if it
+    /// was never called).
     fn results<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let results = py.detach(|| self.with_sim(|s| s.results()))?;
-        results_dict(py, &results)
+        results_dict(py, &results, &self.scenario.get().inner.series)
+    }
+
+    /// Move out the time series sampled since the start or the previous call: a dict of the
+    /// tables `flow_series`, `subflow_series` and `link_series`. A driver that writes each
+    /// one out as the run goes keeps memory flat however long the simulated time.
+    fn take_series<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let chunk = self.with_sim(|s| s.take_series())?;
+        series_dict(py, &chunk, &self.scenario.get().inner.series)
     }
 
     /// Check that every packet sent is accounted for (delivered, dropped or still in a link).

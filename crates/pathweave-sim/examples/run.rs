@@ -7,7 +7,8 @@
 //! The run advances one simulated second at a time and moves the time series sampled in that
 //! second out of the simulator: with `--series-out` they are appended to `flow_series.csv`,
 //! `subflow_series.csv` and `link_series.csv` in DIR, otherwise only counted. Either way the
-//! simulator's memory stays flat in simulated time.
+//! simulator's memory stays flat in simulated time. A column the scenario's `[series]` leaves
+//! out is written as an empty field.
 #![allow(clippy::disallowed_methods)] // a benchmark reads the wall clock
 
 use pathweave_cc::Duration;
@@ -56,10 +57,10 @@ impl SeriesFiles {
                 "{},{},{},{},{},{}",
                 f.time_s[k],
                 f.flow[k],
-                f.cwnd_bytes[k],
-                f.ssthresh_bytes[k],
-                f.srtt_s[k],
-                f.rate_bps[k]
+                cell(&f.cwnd_bytes, k),
+                cell(&f.ssthresh_bytes, k),
+                cell(&f.srtt_s, k),
+                cell(&f.rate_bps, k)
             )?;
         }
         let s = &c.subflows;
@@ -70,10 +71,10 @@ impl SeriesFiles {
                 s.time_s[k],
                 s.flow[k],
                 s.subflow[k],
-                s.cwnd_bytes[k],
-                s.ssthresh_bytes[k],
-                s.srtt_s[k],
-                s.rate_bps[k]
+                cell(&s.cwnd_bytes, k),
+                cell(&s.ssthresh_bytes, k),
+                cell(&s.srtt_s, k),
+                cell(&s.rate_bps, k)
             )?;
         }
         let l = &c.links;
@@ -83,15 +84,20 @@ impl SeriesFiles {
                 "{},{},{},{},{},{},{}",
                 l.time_s[k],
                 l.link[k],
-                l.queue_packets[k],
-                l.queue_bytes[k],
-                l.red_average[k],
-                l.drops[k],
-                l.wire_losses[k]
+                cell(&l.queue_packets, k),
+                cell(&l.queue_bytes, k),
+                cell(&l.red_average, k),
+                cell(&l.drops, k),
+                cell(&l.wire_losses, k)
             )?;
         }
         Ok(())
     }
+}
+
+/// Row `k` of a column, or nothing for a column the scenario's `[series]` leaves out.
+fn cell<T: std::fmt::Display>(column: &[T], k: usize) -> String {
+    column.get(k).map_or_else(String::new, |v| v.to_string())
 }
 
 /// This process's peak resident set in KiB (Linux `VmHWM`), or 0 where it is not known.

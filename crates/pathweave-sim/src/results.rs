@@ -245,6 +245,33 @@ pub struct SeriesChunk {
     pub links: LinkSeries,
 }
 
+/// The value columns of [`FlowSeries`], in field order (`time_s` and `flow` are its keys).
+pub const FLOW_SERIES_COLUMNS: [&str; 4] = ["cwnd_bytes", "ssthresh_bytes", "srtt_s", "rate_bps"];
+
+/// The value columns of [`SubflowSeries`], in field order (`time_s`, `flow` and `subflow` are
+/// its keys).
+pub const SUBFLOW_SERIES_COLUMNS: [&str; 10] = [
+    "cwnd_bytes",
+    "ssthresh_bytes",
+    "srtt_s",
+    "rate_bps",
+    "alpha",
+    "epsilon",
+    "weight",
+    "score",
+    "backlog_packets",
+    "bandwidth_estimate_bps",
+];
+
+/// The value columns of [`LinkSeries`], in field order (`time_s` and `link` are its keys).
+pub const LINK_SERIES_COLUMNS: [&str; 5] = [
+    "queue_packets",
+    "queue_bytes",
+    "red_average",
+    "drops",
+    "wire_losses",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +282,33 @@ mod tests {
         assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
         // (1+2)^2 / (2·(1+4)) = 0.9
         assert!((jain_index(&[1.0, 2.0]) - 0.9).abs() < 1e-12);
+    }
+
+    /// The field names of a struct as `{:?}` prints them, in order.
+    fn fields(debug: &str) -> Vec<String> {
+        debug
+            .split([',', '{'])
+            .skip(1)
+            .filter_map(|p| p.split_once(':').map(|(k, _)| k.trim().to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn column_lists_follow_the_series_fields() {
+        let keys_then = |keys: &[&str], cols: &[&str]| -> Vec<String> {
+            keys.iter().chain(cols).map(|s| s.to_string()).collect()
+        };
+        assert_eq!(
+            fields(&format!("{:?}", FlowSeries::default())),
+            keys_then(&["time_s", "flow"], &FLOW_SERIES_COLUMNS)
+        );
+        assert_eq!(
+            fields(&format!("{:?}", SubflowSeries::default())),
+            keys_then(&["time_s", "flow", "subflow"], &SUBFLOW_SERIES_COLUMNS)
+        );
+        assert_eq!(
+            fields(&format!("{:?}", LinkSeries::default())),
+            keys_then(&["time_s", "link"], &LINK_SERIES_COLUMNS)
+        );
     }
 }

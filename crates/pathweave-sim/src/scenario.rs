@@ -7,7 +7,8 @@
 //!
 //! The reader follows the file format's sections, one file each under `scenario/`: `values`
 //! (units, expressions, `count`), `document` (the top-level table), `links` (links and queues),
-//! `loss`, `flows` (flows, traffic and paths) and `control` (congestion controllers).
+//! `loss`, `flows` (flows, traffic and paths), `control` (congestion controllers) and `series`
+//! (what the time series record).
 
 mod control;
 mod document;
@@ -15,12 +16,14 @@ mod file;
 mod flows;
 mod links;
 mod loss;
+mod series;
 mod values;
 
 pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec};
 pub use file::{read_scenario_file, MAX_FILE_BYTES};
 pub use flows::{FlowKind, FlowSpec, SubflowSpec, TcpSettings, TCP_KEYS};
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};
+pub use series::{Columns, SeriesSpec};
 
 use pathweave_cc::Duration;
 use toml::Table;
@@ -41,9 +44,10 @@ pub const MAX_MIN_RTO: Duration = Duration(60 * 1_000_000_000);
 /// The shortest interval between a cbr flow's datagrams, 100 ns. The interval is a whole
 /// number of nanoseconds rounded up, so at 100 ns the rate is at most 1% below the one given.
 pub const MIN_CBR_INTERVAL: Duration = Duration(100);
-/// The most rows the time series of one run may hold: every sample has one row per flow,
-/// one per TCP subflow and one per sampled link direction (every link direction a path
-/// traverses forward). 10^7 rows take about 1 GB at worst (a subflow row is 13 numbers); the
+/// The most rows the time series of one run may hold: every sample has one row per recorded
+/// flow, one per subflow of a recorded TCP flow and one per recorded link direction (by
+/// default every flow and every link direction a path traverses forward; `[series]` narrows
+/// this). 10^7 rows take about 1 GB at worst (a subflow row is 13 numbers); the
 /// largest shipped scenario needs about 51 000.
 pub const MAX_SAMPLE_ROWS: u64 = 10_000_000;
 /// The largest seed: the largest TOML integer, 2^63 − 1.
@@ -111,6 +115,8 @@ pub struct Scenario {
     pub links: Vec<LinkSpec>,
     /// Flows, in file order after expansion.
     pub flows: Vec<FlowSpec>,
+    /// What the time series record.
+    pub series: SeriesSpec,
 }
 
 impl Scenario {

@@ -70,12 +70,10 @@ impl Simulation {
         // Routes: for each flow, each subflow's data route then its ACK route.
         let mut routes: Vec<Vec<u32>> = Vec::new();
         let mut flow_routes: Vec<Vec<(u32, u32)>> = Vec::with_capacity(scenario.flows.len());
-        let mut sampled = std::collections::BTreeSet::new();
         for f in &scenario.flows {
             let mut pairs = Vec::with_capacity(f.subflows.len());
             for sf in &f.subflows {
                 let (fwd, rev) = topology::subflow_routes(sf);
-                sampled.extend(fwd.iter().copied());
                 routes.push(fwd);
                 routes.push(rev);
                 pairs.push((routes.len() as u32 - 2, routes.len() as u32 - 1));
@@ -160,7 +158,7 @@ impl Simulation {
             timeline_timer: Timer::default(),
             sampler_timer: Timer::default(),
             next_sample: Instant(scenario.sample_interval.as_nanos()),
-            sampled_links: sampled.into_iter().collect(),
+            sampled_links: scenario.series.sampled_links().to_vec(),
             last_delivered: vec![0; scenario.flows.len()],
             sub_index: scenario
                 .flows
@@ -287,7 +285,12 @@ impl Simulation {
         }
         let t = now.as_secs_f64();
         let dt = self.scenario.sample_interval.as_secs_f64();
+        // Flows and subflows outside the selection still update their counters and integrals
+        // here, so what is recorded never changes the other results.
+        let flow_columns = self.scenario.series.flow_columns;
+        let subflow_columns = self.scenario.series.subflow_columns;
         for (i, f) in self.flows.iter_mut().enumerate() {
+            let subflow_rows = self.scenario.series.samples_subflows(i);
             let delivered = f.delivered();
             let rate = (delivered - self.last_delivered[i]) as f64 * 8.0 / dt;
             self.last_delivered[i] = delivered;
@@ -309,22 +312,42 @@ impl Simulation {
                         let slot = self.sub_index[i] + k;
                         let sub_rate = (acked - self.last_acked[slot]) as f64 * 8.0 / dt;
                         self.last_acked[slot] = acked;
+                        if !subflow_rows {
+                            continue;
+                        }
                         let ss = &mut self.subflow_series;
                         ss.time_s.push(t);
                         ss.flow.push(i as u32);
                         ss.subflow.push(k as u32);
-                        ss.cwnd_bytes.push(m.cwnd.0 as f64);
-                        ss.ssthresh_bytes
-                            .push(m.ssthresh.map_or(f64::NAN, |b| b.0 as f64));
-                        ss.srtt_s.push(r);
-                        ss.rate_bps.push(sub_rate);
-                        ss.alpha.push(m.alpha.unwrap_or(f64::NAN));
-                        ss.epsilon.push(m.epsilon.unwrap_or(f64::NAN));
-                        ss.weight.push(m.weight.unwrap_or(f64::NAN));
-                        ss.score.push(m.score.unwrap_or(f64::NAN));
-                        ss.backlog_packets.push(m.backlog.unwrap_or(f64::NAN));
-                        ss.bandwidth_estimate_bps
-                            .push(m.bandwidth_bps.unwrap_or(f64::NAN));
+                        let values = [
+                            m.cwnd.0 as f64,
+                            m.ssthresh.map_or(f64::NAN, |b| b.0 as f64),
+                            r,
+                            sub_rate,
+                            m.alpha.unwrap_or(f64::NAN),
+                            m.epsilon.unwrap_or(f64::NAN),
+                            m.weight.unwrap_or(f64::NAN),
+                            m.score.unwrap_or(f64::NAN),
+                            m.backlog.unwrap_or(f64::NAN),
+                            m.bandwidth_bps.unwrap_or(f64::NAN),
+                        ];
+                        let columns = [
+                            &mut ss.cwnd_bytes,
+                            &mut ss.ssthresh_bytes,
+                            &mut ss.srtt_s,
+                            &mut ss.rate_bps,
+                            &mut ss.alpha,
+                            &mut ss.epsilon,
+                            &mut ss.weight,
+                            &mut ss.score,
+                            &mut ss.backlog_packets,
+                            &mut ss.bandwidth_estimate_bps,
+                        ];
+                        for (k, (col, x)) in columns.into_iter().zip(values).enumerate() {
+                            if subflow_columns.has(k) {
+                                col.push(x);
+                            }
+                        }
                     }
                     if !srtt.is_finite() {
                         srtt = f64::NAN;
@@ -333,17 +356,32 @@ impl Simulation {
                 }
                 Flow::Cbr { .. } => (f64::NAN, f64::NAN, f64::NAN),
             };
+            if !self.scenario.series.samples_flow(i) {
+                continue;
+            }
             let s = &mut self.flow_series;
             s.time_s.push(t);
             s.flow.push(i as u32);
-            s.cwnd_bytes.push(cwnd);
-            s.ssthresh_bytes.push(ssthresh);
-            s.srtt_s.push(srtt);
-            s.rate_bps.push(rate);
+            let columns = [
+                &mut s.cwnd_bytes,
+                &mut s.ssthresh_bytes,
+                &mut s.srtt_s,
+                &mut s.rate_bps,
+            ];
+            for (k, (col, x)) in columns
+                .into_iter()
+                .zip([cwnd, ssthresh, srtt, rate])
+                .enumerate()
+            {
+                if flow_columns.has(k) {
+                    col.push(x);
+                }
+            }
         }
         topology::sample_links(
             &mut self.net.links,
             &self.sampled_links,
+            self.scenario.series.link_columns,
             now,
             &mut self.link_series,
         );

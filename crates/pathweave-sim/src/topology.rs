@@ -8,7 +8,7 @@ use crate::event::{ComponentId, Kind, Scheduler};
 use crate::link::LinkDir;
 use crate::results::{jain_index, FlowTable, GroupFairness, LinkSeries, LinkTable};
 use crate::rng::{Purpose, Stream};
-use crate::scenario::{LinkChange, Scenario, SubflowSpec};
+use crate::scenario::{Columns, LinkChange, Scenario, SubflowSpec};
 use pathweave_cc::Instant;
 use std::collections::BTreeMap;
 
@@ -95,14 +95,22 @@ pub fn apply_change(
     }
 }
 
-/// Append one sample at `now` of the link directions `sampled` to `series`.
-pub fn sample_links(links: &mut [LinkDir], sampled: &[u32], now: Instant, series: &mut LinkSeries) {
+/// Append one sample at `now` of the link directions `sampled` to `series`, in the
+/// `columns` chosen (see [`LINK_SERIES_COLUMNS`](crate::results::LINK_SERIES_COLUMNS)).
+pub fn sample_links(
+    links: &mut [LinkDir],
+    sampled: &[u32],
+    columns: Columns,
+    now: Instant,
+    series: &mut LinkSeries,
+) {
     let t = now.as_secs_f64();
     for &l in sampled {
         let link = &mut links[l as usize];
         let (pkts, bytes) = link.queue_len(now);
         series.time_s.push(t);
         series.link.push(l);
+<<<<<<< HEAD
         series.queue_packets.push(pkts);
         series.queue_bytes.push(bytes.0);
         series
@@ -111,6 +119,25 @@ pub fn sample_links(links: &mut [LinkDir], sampled: &[u32], now: Instant, series
         let stats = link.stats();
         series.drops.push(stats.congestive_drops());
         series.wire_losses.push(stats.drops_wire);
+=======
+        if columns.has(0) {
+            series.queue_packets.push(pkts);
+        }
+        if columns.has(1) {
+            series.queue_bytes.push(bytes.0);
+        }
+        if columns.has(2) {
+            series
+                .red_average
+                .push(link.red_average().unwrap_or(f64::NAN));
+        }
+        if columns.has(3) {
+            series.drops.push(link.stats.congestive_drops());
+        }
+        if columns.has(4) {
+            series.wire_losses.push(link.stats.drops_wire);
+        }
+>>>>>>> series-stream
     }
 }
 

@@ -2,12 +2,13 @@
 //! `[[link]]` and `[[flow]]` arrays, and an accepted (but not expanded) `[sweep]` table; then the
 //! checks that span the whole scenario, such as the time-series row limit.
 
-use super::flows::TCP_KEYS;
+use super::flows::{Links, TCP_KEYS};
 use super::{
-    FlowKind, FlowSpec, LinkSpec, Reader, Scenario, TcpSettings, MAX_SAMPLE_ROWS, MAX_SEED, R,
+    FlowKind, FlowSpec, LinkSpec, Reader, Scenario, SeriesSpec, TcpSettings, MAX_SAMPLE_ROWS,
+    MAX_SEED, R,
 };
 use pathweave_cc::Duration;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use toml::{Table, Value};
 
 impl Reader<'_> {
@@ -24,6 +25,7 @@ impl Reader<'_> {
                 "tcp",
                 "link",
                 "flow",
+                "series",
                 "sweep",
             ],
         )?;
@@ -67,21 +69,27 @@ impl Reader<'_> {
         };
 
         let mut links: Vec<LinkSpec> = Vec::new();
-        let mut link_names: BTreeMap<String, String> = BTreeMap::new();
+        // Each link's index by name (paths look their links up here), and the table that
+        // defined it (for duplicates).
+        let mut link_index: HashMap<String, usize> = HashMap::new();
+        let mut link_tables: Vec<usize> = Vec::new();
         for (k, t) in self.array_of_tables(root, "link")?.into_iter().enumerate() {
             let path = format!("link[{k}]");
             for copy in self.expand(t, &path)? {
                 let l = self.link(&copy, &path, duration)?;
-                if let Some(prev) = link_names.get(&l.name) {
+                if let Some(&prev) = link_index.get(&l.name) {
                     return Err(self.invalid(
                         &format!("{path}.name"),
                         &Value::String(l.name.clone()),
                         format!(
-                            "duplicate link name (already used by {prev}); names must be unique"
+                            "duplicate link name (already used by link[{}]); names must be \
+                             unique",
+                            link_tables[prev]
                         ),
                     ));
                 }
-                link_names.insert(l.name.clone(), path.clone());
+                link_index.insert(l.name.clone(), links.len());
+                link_tables.push(k);
                 links.push(l);
             }
         }
@@ -108,7 +116,10 @@ impl Reader<'_> {
                 let f = self.flow(
                     &copy,
                     &path,
-                    &links,
+                    Links {
+                        list: &links,
+                        index: &link_index,
+                    },
                     &tcp_defaults,
                     &group_default,
                     duration,
@@ -126,7 +137,8 @@ impl Reader<'_> {
                 flows.push(f);
             }
         }
-        self.check_sample_rows(root, duration, sample_interval, &flows)?;
+        let series = self.series(root.get("series"), &links, &link_index, &flows)?;
+        self.check_sample_rows(root, duration, sample_interval, &flows, &series)?;
         Ok(Scenario {
             source: self.file.to_string(),
             name,
@@ -136,6 +148,7 @@ impl Reader<'_> {
             sample_interval,
             links,
             flows,
+            series,
         })
     }
 
@@ -169,31 +182,30 @@ impl Reader<'_> {
         }
     }
 
-    /// The time series hold one row per sample for every flow, TCP subflow and sampled link
-    /// direction; refuse a run whose rows would exceed [`MAX_SAMPLE_ROWS`].
+    /// The time series hold one row per sample for every recorded flow, subflow of a recorded
+    /// TCP flow and recorded link direction; refuse a run whose rows would exceed
+    /// [`MAX_SAMPLE_ROWS`].
     fn check_sample_rows(
         &self,
         root: &Table,
         duration: Duration,
         interval: Duration,
         flows: &[FlowSpec],
+        series: &SeriesSpec,
     ) -> R<()> {
         // The sampler fires at every multiple of the interval up to the end.
         let samples = duration.as_nanos() / interval.as_nanos().max(1);
-        let subflows: usize = flows
-            .iter()
-            .filter(|f| matches!(f.kind, FlowKind::Tcp { .. }))
-            .map(|f| f.subflows.len())
-            .sum();
-        let directions: std::collections::BTreeSet<(usize, bool)> = flows
-            .iter()
-            .flat_map(|f| &f.subflows)
-            .flat_map(|sf| &sf.path)
-            .map(|h| (h.link, h.reverse))
-            .collect();
-        let per_sample = (flows.len() + subflows + directions.len()) as u128;
-        let rows = samples as u128 * per_sample;
+        let rows = samples as u128 * series.rows_per_sample(flows) as u128;
         if rows > MAX_SAMPLE_ROWS as u128 {
+            let recorded = (0..flows.len()).filter(|&i| series.samples_flow(i));
+            let subflows: usize = flows
+                .iter()
+                .enumerate()
+                .filter(|(i, f)| {
+                    series.samples_subflows(*i) && matches!(f.kind, FlowKind::Tcp { .. })
+                })
+                .map(|(_, f)| f.subflows.len())
+                .sum();
             let v = root
                 .get("sample_interval")
                 .cloned()
@@ -205,9 +217,9 @@ impl Reader<'_> {
                     "the time series would hold {rows} rows ({samples} samples of {} flows, \
                      {subflows} TCP subflows and {} sampled link directions), more than \
                      {MAX_SAMPLE_ROWS}; use a longer sample_interval, a shorter duration or \
-                     fewer flows",
-                    flows.len(),
-                    directions.len()
+                     fewer flows, or record fewer flows, links or columns with [series]",
+                    recorded.count(),
+                    series.sampled_links().len()
                 ),
             ));
         }

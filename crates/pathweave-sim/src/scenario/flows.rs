@@ -9,6 +9,7 @@ use crate::quantity::{clip, SIZE_UNITS};
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
 use pathweave_cc::rtt::RtoConfig;
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
+use std::collections::HashMap;
 use toml::{Table, Value};
 
 /// What a flow is.
@@ -103,6 +104,16 @@ impl Default for TcpSettings {
             limited_transmit: false,
         }
     }
+}
+
+/// The links read so far, and each one's index by name: paths look their links up here, so
+/// a scenario of thousands of links and flows reads in linear time.
+#[derive(Clone, Copy)]
+pub(super) struct Links<'a> {
+    /// In file order.
+    pub(super) list: &'a [LinkSpec],
+    /// Index in `list` by name.
+    pub(super) index: &'a HashMap<String, usize>,
 }
 
 /// One subflow of a flow: its path and, for multipath connections, when it joins and leaves.
@@ -303,7 +314,7 @@ impl Reader<'_> {
         &self,
         t: &Table,
         path: &str,
-        links: &[LinkSpec],
+        links: Links<'_>,
         tcp: &TcpSettings,
         group_default: &str,
         duration: Duration,
@@ -453,7 +464,7 @@ impl Reader<'_> {
         } else {
             let cfg = self.tcp_settings(t, path, *tcp)?;
             let control = self.control(t, path, &cfg)?;
-            self.check_bmc_period(t, path, &control, &subflows, links)?;
+            self.check_bmc_period(t, path, &control, &subflows, links.list)?;
             self.check_bmc_lists(t, path, &control, subflows.len())?;
             let traffic = match traffic_v {
                 Some(v) => self.traffic(v, &join(path, "traffic"))?,
@@ -480,7 +491,7 @@ impl Reader<'_> {
         &self,
         t: &Table,
         path: &str,
-        links: &[LinkSpec],
+        links: Links<'_>,
         flow_start: Duration,
         flow_stop: Option<Instant>,
         duration: Duration,
@@ -556,7 +567,8 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn path(&self, v: &Value, field: &str, links: &[LinkSpec]) -> R<Vec<Hop>> {
+    /// A path's hops, each link looked up by name.
+    pub(super) fn path(&self, v: &Value, field: &str, links: Links<'_>) -> R<Vec<Hop>> {
         let Value::Array(items) = v else {
             return Err(self.invalid(
                 field,
@@ -575,9 +587,10 @@ impl Reader<'_> {
                 Some(n) => (true, n),
                 None => (false, s),
             };
-            let Some(link) = links.iter().position(|l| l.name == name) else {
-                let known: Vec<String> = links.iter().take(12).map(|l| clip(&l.name)).collect();
-                let more = if links.len() > 12 { ", …" } else { "" };
+            let Some(&link) = links.index.get(name) else {
+                let known: Vec<String> =
+                    links.list.iter().take(12).map(|l| clip(&l.name)).collect();
+                let more = if links.list.len() > 12 { ", …" } else { "" };
                 return Err(self.invalid(
                     &f,
                     item,
