@@ -110,16 +110,6 @@ pub fn sample_links(
         let (pkts, bytes) = link.queue_len(now);
         series.time_s.push(t);
         series.link.push(l);
-<<<<<<< HEAD
-        series.queue_packets.push(pkts);
-        series.queue_bytes.push(bytes.0);
-        series
-            .red_average
-            .push(link.red_average().unwrap_or(f64::NAN));
-        let stats = link.stats();
-        series.drops.push(stats.congestive_drops());
-        series.wire_losses.push(stats.drops_wire);
-=======
         if columns.has(0) {
             series.queue_packets.push(pkts);
         }
@@ -131,13 +121,15 @@ pub fn sample_links(
                 .red_average
                 .push(link.red_average().unwrap_or(f64::NAN));
         }
-        if columns.has(3) {
-            series.drops.push(link.stats.congestive_drops());
+        if columns.has(3) || columns.has(4) {
+            let stats = link.stats();
+            if columns.has(3) {
+                series.drops.push(stats.congestive_drops());
+            }
+            if columns.has(4) {
+                series.wire_losses.push(stats.drops_wire);
+            }
         }
-        if columns.has(4) {
-            series.wire_losses.push(link.stats.drops_wire);
-        }
->>>>>>> series-stream
     }
 }
 
