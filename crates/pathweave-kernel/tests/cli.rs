@@ -94,7 +94,8 @@ fn load_status_unload_round_trip_and_names_taken() {
         let s = kernel(&["status", "--prefix", &p]);
         assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
         let out = String::from_utf8_lossy(&s.stdout).into_owned();
-        assert!(out.contains("program version 1"), "{out}");
+        let version = format!("program version {}", pathweave_kernel::PROGRAM_VERSION);
+        assert!(out.contains(&version), "{out}");
         assert!(
             out.contains(&format!("{p}_coupled")) && out.contains("registered"),
             "{out}"

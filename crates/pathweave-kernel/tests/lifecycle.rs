@@ -21,15 +21,24 @@ fn stat(l: &Loaded, s: Stat) -> u64 {
 }
 
 /// Polls until the map is empty (subflows are released shortly after close) or `secs` pass.
+/// Entries left once every socket the controllers initialised has been released (or after
+/// `secs` seconds, whichever is first). A subflow whose path was withdrawn can outlive its
+/// transfer by its retransmission timeouts (107 s was seen): its entry rightly stays until
+/// the kernel releases it, so the map is judged only once `release` has run for every `init`.
 fn drain(l: &Loaded, secs: u64) -> usize {
     for _ in 0..secs * 10 {
         let n = l.connections().unwrap().len();
-        if n == 0 {
-            return 0;
+        if n == 0 || stat(l, Stat::Init) == stat(l, Stat::Release) {
+            // Let a release that has counted itself finish its delete.
+            std::thread::sleep(Duration::from_millis(100));
+            return l.connections().unwrap().len();
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    l.connections().unwrap().len()
+    let left = l.connections().unwrap().len();
+    let alive = stat(l, Stat::Init) - stat(l, Stat::Release);
+    println!("after {secs} s: {left} entries, {alive} initialised sockets not yet released");
+    left
 }
 
 #[test]
@@ -44,7 +53,7 @@ fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
         let bed = Bed::new(&tag, 2, &p.name(Algorithm::Lia));
         let out = wait_for(bed.client(1000, 1, 16_384, 0.0), 300).expect("the client finished");
         assert_eq!(out.trim(), "done 1000 0", "every connection completed");
-        let left = drain(&l, 20);
+        let left = drain(&l, 180);
         println!(
             "1000 connections: {left} entries left; created {}, deleted {}, subflows registered {}, \
              unregistered {}",
@@ -108,7 +117,7 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
             let joined = mid.iter().filter(|c| c.subflows >= 2).count();
             let out = wait_for(client, 120).unwrap_or_else(|| panic!("{algo}: transfers stalled"));
             assert_eq!(out.trim(), "done 64 0", "{algo}: every transfer completed");
-            let left = drain(&l, 20);
+            let left = drain(&l, 180);
             println!(
                 "{algo}: 64 connections, {} entries mid-run ({joined} with two subflows or more), \
                  subflows registered {}, unregistered {}, {left} entries left",
