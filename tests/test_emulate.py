@@ -134,6 +134,11 @@ def test_one_tcp_flow_fills_the_link(tmp_path: Path, rate: int) -> None:
     # The kernel's view reached the tables: a window and an RTT at least the propagation RTT.
     assert res.flows["mean_cwnd_bytes"][0] > 0
     assert 0.040 <= res.flows["mean_srtt_s"][0] < 0.200
+    # The link thread's own account: it wrote no packet it did not read, and used CPU time,
+    # but no more than the run's wall time (one thread runs on one CPU at a time).
+    e = res.emulation
+    assert e["lateness"]["packets"] <= e["packets_read"]
+    assert 0 < e["link_thread_cpu_s"] <= res.wall_time_s
 
 
 # ICMP echo: the receiving kernel answers in its softirq, so no process wake-up sits in the

@@ -534,6 +534,12 @@ def _emulation_summary(report: dict[str, object]) -> None:
         f"intake wait (time in a TUN device before the emulator read it, at most): "
         f"p50 {wait['p50_ms']:.3f} ms, p99 {wait['p99_ms']:.3f} ms, max {wait['max_ms']:.3f} ms"
     )
+    cpu = float(report["link_thread_cpu_s"])  # type: ignore[arg-type]
+    read = int(report["packets_read"])  # type: ignore[call-overload]
+    console.print(
+        f"link thread CPU: {cpu:.2f} s for {read:,} packets read"
+        + (f" ({1e6 * cpu / read:.1f} us per packet)" if read else "")
+    )
     prefix = report.get("controllers_prefix")
     if prefix:
         algorithms = report["kernel_algorithms"]

@@ -36,7 +36,8 @@ class EmulatedResult(Result):
         minus planned time), ``intake_wait`` (ms percentiles of the longest a packet can have
         waited in its TUN device before the emulator read it), ``lateness_limit_ms``,
         ``emulator_drops``, ``device_drops``, ``reliable`` and ``unreliable_because``,
-        ``kernel_algorithms``, ``transfers``."""
+        ``kernel_algorithms``, ``transfers``, ``link_thread_cpu_s`` (CPU time of the thread
+        that runs the links, user and kernel) and ``packets_read``."""
 
     @property
     def reliable(self) -> bool:

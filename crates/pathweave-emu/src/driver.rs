@@ -214,6 +214,10 @@ pub struct DriverStats {
     pub in_links: u64,
     /// Whether the link thread ran at real-time priority.
     pub realtime: bool,
+    /// CPU time the link thread used during the run (ns), user and kernel: reading and
+    /// writing the devices (a write runs the receiving stack's processing of the packet),
+    /// the link models, sleeping and waking, and polling without sleeping.
+    pub cpu_ns: u64,
 }
 
 /// The link emulator of one run.
@@ -304,6 +308,7 @@ impl Driver {
     /// Run in real time from `epoch` (a `CLOCK_MONOTONIC` reading) until the scenario's end or
     /// until `stop` is set. Returns an error only for a device failure.
     pub(crate) fn run(&mut self, epoch: u64, stop: &AtomicBool) -> std::io::Result<()> {
+        let cpu_start = sys::thread_cpu_ns();
         sys::set_timer_slack(1);
         // Real-time priority keeps other work on the machine from delaying packets; the
         // loop sleeps between events, and the kernel's RT throttling bounds it regardless.
@@ -381,6 +386,7 @@ impl Driver {
                 }
             }
         }
+        self.stats.cpu_ns = sys::thread_cpu_ns().saturating_sub(cpu_start);
         self.stats.events = self.sched.events_processed();
         self.stats.peak_packets = self.pool.peak as u64;
         self.stats.in_links = self.links.iter().map(|l| l.in_link() as u64).sum();

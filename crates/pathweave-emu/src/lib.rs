@@ -389,6 +389,11 @@ pub struct Report {
     pub device_drops: u64,
     /// Whether the link thread ran at real-time (SCHED_FIFO) priority.
     pub realtime: bool,
+    /// CPU time of the link thread over the run (s), user and kernel (see
+    /// `DriverStats::cpu_ns`); over the packets it carried, its cost per packet.
+    pub link_thread_cpu_s: f64,
+    /// Packets the link thread read from the devices.
+    pub packets_read: u64,
     /// Whether the timing and drop figures make the run trustworthy.
     pub reliable: bool,
     /// Why not, if not.

@@ -658,6 +658,8 @@ fn report(
         emulator_drops: driver.stats.emulator_drops,
         device_drops,
         realtime: driver.stats.realtime,
+        link_thread_cpu_s: driver.stats.cpu_ns as f64 / 1e9,
+        packets_read: driver.stats.read,
         reliable: why.is_empty(),
         unreliable_because: why,
         transfers,

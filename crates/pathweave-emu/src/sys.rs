@@ -40,6 +40,18 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Nanoseconds of CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`): user and kernel
+/// time, including the kernel's work inside its system calls.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the thread CPU clock exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Let this thread's timed sleeps end within `ns` of their deadline (default slack: 50 µs).
 pub(crate) fn set_timer_slack(ns: u64) {
     // SAFETY: PR_SET_TIMERSLACK takes an unsigned long by value and touches no memory.

@@ -51,6 +51,8 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     d.set_item("emulator_drops", r.emulator_drops)?;
     d.set_item("device_drops", r.device_drops)?;
     d.set_item("realtime_priority", r.realtime)?;
+    d.set_item("link_thread_cpu_s", r.link_thread_cpu_s)?;
+    d.set_item("packets_read", r.packets_read)?;
     d.set_item("reliable", r.reliable)?;
     d.set_item(
         "unreliable_because",
