@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import textwrap
 import time
 import tomllib
 from pathlib import Path
@@ -370,43 +371,49 @@ def test_bmc_moves_weight_away_from_cross_traffic_as_simulated() -> None:
     assert not any(math.isnan(end) for _, end in emu)
 
 
+ONE_SUBFLOW = ["reno", *COUPLED, "bmc"]
+
+
 @kernel_realtime
 def test_one_subflow_of_each_controller_matches_reno(tmp_path: Path) -> None:
     """One path, 20 Mbit/s, 20 ms, a BDP of drop-tail buffer: a one-subflow MPTCP connection on
     each pw_* controller gets goodput within 5 % of kernel Reno (with one subflow every
     coupled increase is Reno's, RFC 6356 §3), and halves its window on loss: each new
     ssthresh is about half the window sampled just before (RFC 5681; the window may have
-    grown a little between the 100 ms sample and the loss)."""
-
-    def halvings(res: EmulatedResult) -> list[float]:
-        ss = res.subflow_series
-        ss = ss[(ss["flow"] == 0) & (ss["subflow"] == 0)]
-        th = ss["ssthresh_bytes"].to_numpy()
-        cw = ss["cwnd_bytes"].to_numpy()
-        return [
+    grown a little between the 100 ms sample and the loss). The six connections run side by
+    side in one run, each on its own copy of the link (`pathweave.replicas`)."""
+    flow = '[[flow]]\nname = "mp"\nalgorithm = "reno"\npath = ["l"]'
+    text = textwrap.dedent(_one_link(20, flow, "10s"))
+    doc = replicate(tomllib.loads(text), len(ONE_SUBFLOW))
+    for k, algorithm in enumerate(ONE_SUBFLOW):
+        doc["flow"][k]["algorithm"] = algorithm
+    path = tmp_path / "one-subflow.toml"
+    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
+    res = emulate(path)
+    assert res.reliable, res.emulation["unreliable_because"]
+    kernel = res.emulation["kernel_algorithms"]
+    ss = res.subflow_series
+    s = res.flow_series
+    steady = {}
+    for k, algorithm in enumerate(ONE_SUBFLOW):
+        want = {"reno": "reno", "fully-coupled": "_coupled"}.get(algorithm, f"_{algorithm}")
+        assert kernel[k].endswith(want), (algorithm, kernel[k])
+        mine = ss[(ss["flow"] == k) & (ss["subflow"] == 0)]
+        th = mine["ssthresh_bytes"].to_numpy()
+        cw = mine["cwnd_bytes"].to_numpy()
+        ratios = [
             float(th[i] / cw[i - 1])
             for i in range(1, len(th))
             if not math.isnan(th[i]) and (math.isnan(th[i - 1]) or th[i] < th[i - 1])
         ]
-
-    def goodput(algorithm: str) -> float:
-        flow = f'[[flow]]\nname = "mp"\nalgorithm = "{algorithm}"\npath = ["l"]'
-        res = emulate(_scenario(tmp_path, _one_link(20, flow, "10s"), f"{algorithm}.toml"))
-        assert res.emulation["kernel_algorithms"][0].endswith(
-            {"reno": "reno", "fully-coupled": "_coupled"}.get(algorithm, f"_{algorithm}")
-        )
-        ratios = halvings(res)
         print(f"{algorithm}: new ssthresh over the window before, {np.round(ratios, 2)}")
         assert ratios, f"{algorithm}: no congestion event in 10 s"
         assert 0.4 <= float(np.median(ratios)) <= 0.6, (algorithm, ratios)
-        s = res.flow_series
-        return float(s[s["time_s"] > 2.0]["rate_bps"].mean())
-
-    reno = goodput("reno")
-    rows = {a: goodput(a) for a in [*COUPLED, "bmc"]}
+        steady[algorithm] = float(s[(s["flow"] == k) & (s["time_s"] > 2.0)]["rate_bps"].mean())
+    reno = steady.pop("reno")
     print(
         f"one subflow, steady goodput: reno {reno / 1e6:.2f} Mbit/s, "
-        + ", ".join(f"{a} {g / 1e6:.2f}" for a, g in rows.items())
+        + ", ".join(f"{a} {g / 1e6:.2f}" for a, g in steady.items())
     )
-    for a, g in rows.items():
+    for a, g in steady.items():
         assert abs(g - reno) <= 0.05 * reno, (a, g, reno)
