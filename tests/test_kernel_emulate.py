@@ -133,17 +133,33 @@ def _simulated(name: str, seconds: float, algorithm: str, seed: int) -> pathweav
     return pathweave.run(sc, seed=seed)
 
 
+# Rates are compared in the steady state, after the first slow start and its losses: the
+# engines start differently. The simulator's receive window is unlimited unless a scenario sets
+# one, so its first slow start overshoots far further than Linux's (whose receiver opens its
+# window as data arrives): up to 356 segments outstanding, round trips up to 0.7 s and
+# timeouts in the first second on the headline, which then weigh on a 30 s average. Balia's
+# simulated headline ratio is 0.99 over the whole run and 1.13 after the first 5 s (ten seeds);
+# over Linux the start matters less (whole-run and steady ratios 0.05 apart at most, measured).
+WARMUP_S = 5.0
+
+
 def _per_copy(res: pathweave.Result) -> list[dict[str, Any]]:
-    """Per copy: each flow's goodput by original name, and the "mp" connection's subflow
-    throughputs in subflow order."""
-    flows = res.flows
+    """Per copy, after ``WARMUP_S``: each flow's mean goodput by original name, and the "mp"
+    connection's subflow rates in subflow order."""
+    fs = res.flow_series
+    fs = fs[fs["time_s"] > WARMUP_S]
+    ss = res.subflow_series
+    ss = ss[ss["time_s"] > WARMUP_S]
     out: list[dict[str, Any]] = [{"goodput": {}, "subflows": []} for _ in range(COPIES)]
-    for index, (name, goodput) in enumerate(zip(flows["name"], flows["goodput_bps"], strict=True)):
+    for index, name in enumerate(res.flows["name"]):
         base, k = replica_of(str(name))
-        out[k]["goodput"][base] = float(goodput)
+        out[k]["goodput"][base] = float(fs[fs["flow"] == index]["rate_bps"].mean())
         if base == "mp":
-            subs = res.subflows[res.subflows["flow"] == index].sort_values("subflow")
-            out[k]["subflows"] = [float(t) for t in subs["throughput_bps"]]
+            mine = ss[ss["flow"] == index]
+            out[k]["subflows"] = [
+                float(mine[mine["subflow"] == j]["rate_bps"].mean())
+                for j in sorted(set(mine["subflow"]))
+            ]
     return out
 
 
@@ -212,13 +228,9 @@ def test_headline_on_linux(algorithm: str) -> None:
     assert 0.7 <= e <= 1.35, f"{algorithm}: {e:.2f}x the Reno flow"
 
 
-# Measured in four runs: Balia on the kernel takes 1.09-1.18x the Reno flow where the
-# simulator, with the kernel's arithmetic, gives 0.95-0.98x, 0.12 to 0.23 apart.
-HEADLINE_AGREEMENT_MISSES = {
-    "balia": "Balia on the kernel is more aggressive than in the simulator on the headline "
-    "(1.09-1.18x against 0.95-0.98x in four runs); cause not found yet",
-    "fully-coupled": FULLY_COUPLED_MISS,
-}
+# Balia agrees in the steady state (1.19 emulated against 1.11 simulated after the first 5 s;
+# over whole runs the simulator's startup pulled it to 0.95-0.98, see WARMUP_S).
+HEADLINE_AGREEMENT_MISSES = {"fully-coupled": FULLY_COUPLED_MISS}
 
 
 @kernel_realtime
@@ -256,14 +268,15 @@ def _shared(algorithm: str) -> tuple[Any, Any]:
     return e, s
 
 
-# Measured on the kernel (three copies of 30 s, the simulator's fifteen samples beside):
-# goal 1 LIA 0.79-0.87 (sim 0.98), OLIA 0.61-0.81 (sim 0.97), Balia 0.83 (sim 0.72), fully
-# coupled 0.55 (sim 0.86). MPTCP keeps both subflows window-limited with data waiting (`ss`),
-# and each carries its window per round trip less MPTCP's option bytes (946-971 bytes of
-# payload per segment against 1000); the difference is in how the windows split between the
-# connection's subflows and the Reno flows (OLIA, one run: the faster path's subflow 21.8 kB
-# beside Reno's 42.0, simulated 28.8 beside 35.7), with per-packet drop rates on each link
-# that differ from the simulator's. See docs/kernel.md.
+# Measured on the kernel (three copies of 30 s, steady state, the simulator's fifteen samples
+# beside): goal 1 LIA 0.87 (sim 0.93), OLIA 0.71 (sim 0.94), Balia 0.91 (sim 0.84), fully
+# coupled 0.62 (sim 0.89); over whole runs LIA 0.79-0.87 and OLIA 0.61-0.81 in earlier runs.
+# MPTCP keeps both subflows window-limited with data waiting (`ss`), and each carries its
+# window per round trip less MPTCP's option bytes (946-971 bytes of payload per segment
+# against 1000); the difference is in how the windows split between the connection's
+# subflows and the Reno flows (OLIA, one run: the faster path's subflow 21.8 kB beside Reno's
+# 42.0, simulated 28.8 beside 35.7), with per-packet drop rates on each link that differ from
+# the simulator's. See docs/kernel.md.
 WINDOW_SPLIT_MISS = (
     "on the kernel the coupled subflow on the faster path keeps a smaller window beside its "
     "Reno flow than in the simulator (fed by MPTCP and window-limited; RED's drops fall "
@@ -278,8 +291,9 @@ GOAL1_MISSES = {
     "one or two packets (see the headline)",
 }
 AGREEMENT_MISSES = {
-    "lia": WINDOW_SPLIT_MISS + " (share ratio 1.04 emulated against 1.24 simulated)",
-    "olia": WINDOW_SPLIT_MISS + " (share ratio 0.73 emulated against 1.15 simulated)",
+    "lia": WINDOW_SPLIT_MISS + " (share ratio 0.86-1.14 emulated over five runs against "
+    "1.18-1.24 simulated)",
+    "olia": WINDOW_SPLIT_MISS + " (share ratio 0.73-0.85 emulated against 1.11-1.15 simulated)",
     "fully-coupled": GOAL1_MISSES["fully-coupled"],
 }
 
@@ -324,7 +338,7 @@ def test_shared_paths_share_ratio_agrees_with_the_simulator(algorithm: str) -> N
                 strict=False,
                 reason="fully coupled control puts its whole window on the less congested "
                 "path (Kelly and Voice 2005; Wischik et al. 2011) and so does not fill two "
-                "paths alone: the simulator gives 76 % of the sum for this scenario",
+                "paths alone: the simulator gives 76-79 % of the sum for this scenario",
             ),
         ),
     ],
