@@ -376,9 +376,23 @@ impl LinkDir {
         }
     }
 
-    /// RED's average queue, if the link runs RED.
+    /// Congestive drops (buffer overflow and RED) and wire losses so far: the drop counters
+    /// of [`LinkDir::stats`] without its walk over the held packets.
+    pub fn drop_counts(&self) -> (u64, u64) {
+        let c = &self.counts;
+        (
+            c.drops_overflow + c.drops_early + c.drops_forced,
+            c.drops_wire,
+        )
+    }
+
+    /// RED's average queue, if the link runs RED. A drop-tail link answers without reaching
+    /// its cold part.
     pub fn red_average(&self) -> Option<f64> {
-        self.cold.red.as_ref().map(Red::average)
+        match self.admit {
+            Admit::Red => self.cold.red.as_ref().map(Red::average),
+            Admit::Packets(_) | Admit::Bytes(_) => None,
+        }
     }
 
     /// Packets accepted and not yet delivered (waiting, on the wire or propagating).
