@@ -6,9 +6,11 @@
 //! an earlier time pushes a new event and leaves the old one stale. The queue therefore grows
 //! with the number of components, not with the number of packets or timer restarts.
 //!
-//! The queue is a calendar queue (a timing wheel of 4096 buckets of 262 µs, about 1.07 s,
-//! with an overflow heap for later events): pushing files an event in the bucket of its time
-//! in constant time, and each bucket is sorted once, when the wheel reaches it. Its cost per
+//! The queue is a calendar queue (a timing wheel of 4096 buckets of 262 µs, about 1.07 s;
+//! behind it a ring of 64 coarse buckets of 537 ms, about 34 s, for later events; an overflow
+//! heap beyond): pushing files an event in the bucket of its time in constant time, a coarse
+//! bucket is spread over the wheel once when the wheel comes within reach of it, and each
+//! bucket is sorted once, when the wheel reaches it. Its cost per
 //! event does not grow with the number of pending events the way a heap's does. Every
 //! `(time, sequence)` key is distinct, so any correct priority queue pops the same sequence;
 //! the plain `BinaryHeap` the engine used before is kept as [`Scheduler::reference`] and the
@@ -108,12 +110,28 @@ const BUCKET_SHIFT: u32 = 18;
 const WHEEL_BITS: u32 = 12;
 const WHEEL: u64 = 1 << WHEEL_BITS;
 const WORDS: usize = (WHEEL / 64) as usize;
+/// log2 of the number of wheel buckets per coarse bucket: half the wheel, 537 ms.
+const COARSE_BITS: u32 = WHEEL_BITS - 1;
+/// Coarse buckets in the ring (one bitmap word).
+const COARSE: u64 = 64;
 
 /// A calendar queue: events within the wheel's span go unsorted into the bucket of their
 /// time; the current bucket is sorted once when the wheel reaches it and then read in order
-/// (an event pushed into it is inserted in place, usually at its end). Events beyond the
-/// span wait in an overflow heap and move into the wheel as it turns. A two-level bitmap of
+/// (an event pushed into it is inserted in place, usually at its end). A two-level bitmap of
 /// non-empty buckets finds the next bucket without visiting empty ones.
+///
+/// Later events wait in coarse buckets of half the wheel's span, and beyond the coarse ring
+/// in an overflow heap. With `c` the coarse number (`time >> (BUCKET_SHIFT + COARSE_BITS)`)
+/// of an event and `cur_c` that of the current bucket:
+///
+/// * the wheel (and the current bucket) hold exactly the events with `c ≤ cur_c + 1`, all
+///   within the wheel's span because `cur_c` is the coarse number of `cur_abs`;
+/// * coarse bucket `c % COARSE` holds the events with `cur_c + 2 ≤ c < cur_c + 2 + COARSE`;
+/// * the overflow heap holds the events with `c ≥ cur_c + 2 + COARSE`.
+///
+/// So every event on the wheel precedes every coarse event, which precedes every heap event.
+/// When the current bucket moves into a new coarse bucket, the coarse bucket that comes within
+/// `cur_c + 1` is spread over the wheel and heap events that come within the ring move to it.
 #[derive(Debug)]
 struct Wheel {
     buckets: Vec<Vec<Entry>>,
@@ -126,6 +144,10 @@ struct Wheel {
     pos: usize,
     /// The absolute number (time >> BUCKET_SHIFT) of the current bucket.
     cur_abs: u64,
+    /// Coarse bucket `c % COARSE` for coarse numbers `c` in `cur_c + 2 .. cur_c + 2 + COARSE`.
+    coarse: Vec<Vec<Entry>>,
+    /// Bit `c % COARSE` is set iff that coarse bucket is non-empty.
+    coarse_bits: u64,
     overflow: BinaryHeap<Reverse<Entry>>,
     len: usize,
 }
@@ -139,6 +161,8 @@ impl Default for Wheel {
             current: Vec::new(),
             pos: 0,
             cur_abs: 0,
+            coarse: (0..COARSE).map(|_| Vec::new()).collect(),
+            coarse_bits: 0,
             overflow: BinaryHeap::new(),
             len: 0,
         }
@@ -152,8 +176,21 @@ impl Wheel {
         let abs = e.time >> BUCKET_SHIFT;
         if abs <= self.cur_abs {
             self.push_current(e);
-        } else if abs - self.cur_abs < WHEEL {
+        } else if abs >> COARSE_BITS <= (self.cur_abs >> COARSE_BITS) + 1 {
             self.file(abs, e);
+        } else {
+            self.push_later(e);
+        }
+    }
+
+    /// An event beyond the wheel: into its coarse bucket, or the overflow heap.
+    #[inline(never)]
+    fn push_later(&mut self, e: Entry) {
+        let c = e.time >> (BUCKET_SHIFT + COARSE_BITS);
+        if c < (self.cur_abs >> COARSE_BITS) + 2 + COARSE {
+            let k = (c % COARSE) as usize;
+            self.coarse[k].push(e);
+            self.coarse_bits |= 1 << k;
         } else {
             self.push_overflow(e);
         }
@@ -253,45 +290,95 @@ impl Wheel {
         if let Some(e) = self.current.get(self.pos) {
             return Some(e.time);
         }
-        let wheel = self.next_filled().and_then(|abs| {
+        // The wheel's events precede the coarse buckets', which precede the heap's.
+        if let Some(abs) = self.next_filled() {
             let b = (abs & (WHEEL - 1)) as usize;
-            self.buckets[b].iter().map(|e| e.time).min()
-        });
-        let over = self.overflow.peek().map(|Reverse(e)| e.time);
-        match (wheel, over) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+            return self.buckets[b].iter().map(|e| e.time).min();
         }
+        if let Some(c) = self.next_coarse() {
+            let k = (c % COARSE) as usize;
+            return self.coarse[k].iter().map(|e| e.time).min();
+        }
+        self.overflow.peek().map(|Reverse(e)| e.time)
     }
 
-    /// The current bucket is exhausted: move to the next bucket holding events (from the
-    /// wheel or the overflow heap). False if no event is pending.
-    #[cold]
-    fn turn(&mut self) -> bool {
-        self.current.clear();
-        self.pos = 0;
-        let wheel_next = self.next_filled();
-        let over_next = self
-            .overflow
-            .peek()
-            .map(|Reverse(e)| e.time >> BUCKET_SHIFT);
-        let next = match (wheel_next, over_next) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => return false,
-        };
-        self.cur_abs = next;
-        // Bring overflow events that now fall within the span into the wheel.
+    /// The coarse number of the first non-empty coarse bucket, if any.
+    fn next_coarse(&self) -> Option<u64> {
+        if self.coarse_bits == 0 {
+            return None;
+        }
+        let first = (self.cur_abs >> COARSE_BITS) + 2;
+        // Bit positions in ring order from `first`.
+        let ahead = self
+            .coarse_bits
+            .rotate_right((first % COARSE) as u32)
+            .trailing_zeros() as u64;
+        Some(first + ahead)
+    }
+
+    /// Make `abs` (no earlier than the current bucket, and with every event before it already
+    /// handed out) the current bucket's number: spread the coarse buckets that come within
+    /// the wheel over it, and move the heap events that come within the coarse ring.
+    fn advance_to(&mut self, abs: u64) {
+        let old_c = self.cur_abs >> COARSE_BITS;
+        self.cur_abs = abs;
+        let new_c = abs >> COARSE_BITS;
+        if new_c == old_c {
+            return;
+        }
+        // Coarse numbers old_c + 2 ..= new_c + 1 now belong on the wheel. Those before
+        // new_c + 1 are empty: no event precedes `abs`.
+        for c in (old_c + 2).max(new_c + 1)..=new_c + 1 {
+            let k = (c % COARSE) as usize;
+            if self.coarse_bits & (1 << k) == 0 {
+                continue;
+            }
+            self.coarse_bits &= !(1 << k);
+            let mut v = std::mem::take(&mut self.coarse[k]);
+            for e in v.drain(..) {
+                self.file(e.time >> BUCKET_SHIFT, e);
+            }
+            self.coarse[k] = v;
+        }
+        let ring_end = new_c + 2 + COARSE;
         while let Some(Reverse(e)) = self.overflow.peek() {
-            let abs = e.time >> BUCKET_SHIFT;
-            if abs - self.cur_abs >= WHEEL {
+            let c = e.time >> (BUCKET_SHIFT + COARSE_BITS);
+            if c >= ring_end {
                 break;
             }
             let e = *e;
             self.overflow.pop();
-            self.file(abs, e);
+            if c <= new_c + 1 {
+                self.file(e.time >> BUCKET_SHIFT, e);
+            } else {
+                let k = (c % COARSE) as usize;
+                self.coarse[k].push(e);
+                self.coarse_bits |= 1 << k;
+            }
         }
+    }
+
+    /// The current bucket is exhausted: move to the next bucket holding events (from the
+    /// wheel, a coarse bucket or the overflow heap). False if no event is pending.
+    #[cold]
+    fn turn(&mut self) -> bool {
+        self.current.clear();
+        self.pos = 0;
+        let next = loop {
+            if let Some(next) = self.next_filled() {
+                break next;
+            }
+            // The wheel is empty: the next event is in the first non-empty coarse bucket, or
+            // failing that at the top of the heap. Move to the start of the coarse bucket
+            // before it, which brings it onto the wheel.
+            let c = match (self.next_coarse(), self.overflow.peek()) {
+                (Some(c), _) => c,
+                (None, Some(Reverse(e))) => e.time >> (BUCKET_SHIFT + COARSE_BITS),
+                (None, None) => return false,
+            };
+            self.advance_to(((c - 1) << COARSE_BITS).max(self.cur_abs));
+        };
+        self.advance_to(next);
         let b = (next & (WHEEL - 1)) as usize;
         std::mem::swap(&mut self.current, &mut self.buckets[b]);
         self.words[b / 64] &= !(1 << (b % 64));
@@ -535,6 +622,52 @@ mod tests {
         }
     }
 
+    /// Few events far apart (seconds to minutes): the wheel is often empty, and the queue
+    /// jumps to the next coarse bucket or to the top of the overflow heap. Both queues must
+    /// agree on every pop and on the next time.
+    #[test]
+    fn sparse_far_events_match_the_reference_heap() {
+        let (mut fast, mut slow) = (Scheduler::new(), Scheduler::reference());
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut now = Instant::ZERO;
+        let mut pops = 0;
+        for k in 0..20_000usize {
+            let r = next();
+            let dt = match r % 7 {
+                0 => (r >> 8) % 1_000_000_000,
+                1 => (r >> 8) % 10_000_000_000,
+                2 => (r >> 8) % 40_000_000_000,
+                3 => (r >> 8) % 200_000_000_000,
+                4 => 34_000_000_000 + (r >> 8) % 2_000_000_000,
+                5 => 536_870_912 * ((r >> 8) % 80),
+                _ => 0,
+            };
+            let c = ComponentId::new(Kind::Sender, k % 50);
+            fast.push(now + Duration(dt), c);
+            slow.push(now + Duration(dt), c);
+            // Keep a handful pending, so the wheel runs empty between them.
+            while fast.pending() > ((r >> 40) % 6) as usize {
+                assert_eq!(fast.next_time(), slow.next_time());
+                let got = fast.pop_until(Instant::MAX);
+                assert_eq!(got, slow.pop_until(Instant::MAX));
+                now = got.unwrap().0;
+                pops += 1;
+            }
+        }
+        while let Some(e) = slow.pop_until(Instant::MAX) {
+            assert_eq!(fast.next_time(), Some(e.0));
+            assert_eq!(fast.pop_until(Instant::MAX), Some(e));
+        }
+        assert_eq!(fast.pop_until(Instant::MAX), None);
+        assert!(pops > 10_000, "{pops}");
+    }
+
     /// The engine's pattern: pop one event, push zero to two (often at the popped time, in
     /// the same bucket, or for the same component), sometimes stop at a limit; now and then
     /// an event far beyond the wheel's span. Both queues must agree on every pop, including
@@ -577,12 +710,15 @@ mod tests {
             // About 200 events pending, as in a mid-sized scenario.
             let pushes = (r >> 20) % 2 + (fast.pending() < 200) as u64;
             for j in 0..pushes {
-                let dt = match (r >> (24 + 4 * j)) % 5 {
+                // Up to 5 s: the wheel and the first coarse buckets; up to 40 s: the coarse
+                // ring and the overflow heap.
+                let dt = match (r >> (24 + 4 * j)) % 6 {
                     0 => 0,
                     1 => (r >> 40) % 10,
                     2 => (r >> 40) % 300_000,
                     3 => (r >> 40) % 50_000_000,
-                    _ => (r >> 34) % 5_000_000_000,
+                    4 => (r >> 34) % 5_000_000_000,
+                    _ => (r >> 30) % 40_000_000_000,
                 };
                 let target = if j == 0 {
                     c

@@ -110,6 +110,7 @@ struct Slot {
 
 /// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full.
 #[derive(Debug, Default)]
+#[repr(C)]
 struct Ring {
     buf: Vec<Slot>,
     /// `buf.len() - 1` once allocated.
@@ -252,6 +253,28 @@ pub enum Offer {
     Dropped,
 }
 
+#[cfg(test)]
+mod layout {
+    use super::LinkDir;
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// The per-packet fields fill the first three cache lines of an aligned link direction,
+    /// the rare counters the fourth; a drop-tail sample reads the first and the third.
+    #[test]
+    fn link_direction_fields_sit_in_their_cache_lines() {
+        assert_eq!(align_of::<LinkDir>(), 64);
+        assert_eq!(size_of::<LinkDir>(), 256);
+        let line = |off: usize| off / 64;
+        assert_eq!(line(offset_of!(LinkDir, ring)), 0);
+        assert_eq!(line(offset_of!(LinkDir, lossy)), 0);
+        assert_eq!(line(offset_of!(LinkDir, busy_until)), 1);
+        assert_eq!(line(offset_of!(LinkDir, id)), 1);
+        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 2);
+        assert_eq!(line(offset_of!(LinkDir, cold) + 7), 2);
+        assert_eq!(line(offset_of!(LinkDir, rare)), 3);
+    }
+}
+
 /// How arrivals are admitted: a drop-tail limit checked inline, or RED in the cold part.
 #[derive(Clone, Copy, Debug)]
 enum Admit {
@@ -262,15 +285,24 @@ enum Admit {
 
 /// The counters a link direction keeps; [`LinkDir::stats`] derives the others (arrivals are
 /// the accepted plus the dropped packets, deliveries the accepted minus those lost on the
-/// wire and those still held), so the per-packet path counts only acceptances.
+/// wire and those still held), so the per-packet path counts only acceptances. The counters
+/// every link can move, and the sampler reads, sit with the per-packet fields; those only RED
+/// or a lossy wire move are in [`RareCounts`].
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 struct Counts {
     accepted: u64,
     accepted_bytes: u64,
     drops_overflow: u64,
+    drops_wire: u64,
+}
+
+/// Counters only RED (early and forced drops) or wire losses (their bytes) move.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct RareCounts {
     drops_early: u64,
     drops_forced: u64,
-    drops_wire: u64,
     /// Bytes of the packets lost on the wire.
     wire_bytes: u64,
 }
@@ -286,6 +318,14 @@ struct Cold {
 }
 
 /// One direction of a link.
+///
+/// Laid out in cache lines (a run with many links touches each one rarely, so every line a
+/// packet or a sample touches is likely a miss): the ring and the waiting count in the first;
+/// the transmitter's horizon, delay, serialisation cache and timer in the second; the waiting
+/// bytes, admission, the common counters and the cold pointer in the third; the rare counters
+/// in the fourth. A packet's admission and arrival touch the first three; a sample of a
+/// drop-tail link the first and the third.
+#[repr(C, align(64))]
 pub struct LinkDir {
     ring: Ring,
     /// Ring entries (from the front) whose transmission has started.
@@ -294,16 +334,17 @@ pub struct LinkDir {
     up: bool,
     /// Whether the loss model can ever lose a packet.
     lossy: bool,
-    waiting_bytes: u64,
     /// When the transmitter finishes everything accepted so far.
     busy_until: Instant,
     delay: Duration,
-    admit: Admit,
     tx: TxCache,
     timer: Timer,
     id: ComponentId,
+    waiting_bytes: u64,
+    admit: Admit,
     counts: Counts,
     cold: Box<Cold>,
+    rare: RareCounts,
 }
 
 impl LinkDir {
@@ -320,13 +361,13 @@ impl LinkDir {
             waiting_pkts: 0,
             up: true,
             lossy: spec.loss != LossModel::None,
-            waiting_bytes: 0,
             busy_until: Instant::ZERO,
             delay: spec.delay,
-            admit,
             tx: TxCache::new(spec.rate),
             timer: Timer::default(),
             id,
+            waiting_bytes: 0,
+            admit,
             counts: Counts::default(),
             cold: Box::new(Cold {
                 rate: spec.rate,
@@ -335,6 +376,7 @@ impl LinkDir {
                 channel_bad: false,
                 rng,
             }),
+            rare: RareCounts::default(),
         }
     }
 
@@ -360,25 +402,41 @@ impl LinkDir {
 
     /// The counters so far.
     pub fn stats(&self) -> LinkStats {
-        let c = &self.counts;
+        let (c, r) = (&self.counts, &self.rare);
         let held = self.ring.len as u64;
         let held_bytes: u64 = self.ring.iter().map(|s| s.size as u64).sum();
         LinkStats {
-            arrivals: c.accepted + c.drops_overflow + c.drops_early + c.drops_forced,
+            arrivals: c.accepted + c.drops_overflow + r.drops_early + r.drops_forced,
             accepted: c.accepted,
             accepted_bytes: c.accepted_bytes,
             delivered: c.accepted - c.drops_wire - held,
-            delivered_bytes: c.accepted_bytes - c.wire_bytes - held_bytes,
+            delivered_bytes: c.accepted_bytes - r.wire_bytes - held_bytes,
             drops_overflow: c.drops_overflow,
-            drops_early: c.drops_early,
-            drops_forced: c.drops_forced,
+            drops_early: r.drops_early,
+            drops_forced: r.drops_forced,
             drops_wire: c.drops_wire,
         }
     }
 
-    /// RED's average queue, if the link runs RED.
+    /// Congestive drops (buffer overflow and RED) and wire losses so far: the drop counters
+    /// of [`LinkDir::stats`] without its walk over the held packets.
+    pub fn drop_counts(&self) -> (u64, u64) {
+        let c = &self.counts;
+        let congestive = match self.admit {
+            // Only RED drops early or forced; a drop-tail link leaves its rare counters alone.
+            Admit::Red => c.drops_overflow + self.rare.drops_early + self.rare.drops_forced,
+            Admit::Packets(_) | Admit::Bytes(_) => c.drops_overflow,
+        };
+        (congestive, c.drops_wire)
+    }
+
+    /// RED's average queue, if the link runs RED. A drop-tail link answers without reaching
+    /// its cold part.
     pub fn red_average(&self) -> Option<f64> {
-        self.cold.red.as_ref().map(Red::average)
+        match self.admit {
+            Admit::Red => self.cold.red.as_ref().map(Red::average),
+            Admit::Packets(_) | Admit::Bytes(_) => None,
+        }
     }
 
     /// Packets accepted and not yet delivered (waiting, on the wire or propagating).
@@ -417,8 +475,8 @@ impl LinkDir {
                 self.enqueue(pkt, size, now, sched);
                 return Offer::Accepted;
             }
-            Verdict::EarlyDrop => self.counts.drops_early += 1,
-            Verdict::ForcedDrop => self.counts.drops_forced += 1,
+            Verdict::EarlyDrop => self.rare.drops_early += 1,
+            Verdict::ForcedDrop => self.rare.drops_forced += 1,
             Verdict::Overflow => self.counts.drops_overflow += 1,
         }
         Offer::Dropped
@@ -583,7 +641,7 @@ impl LinkDir {
         }
         if s.lost {
             self.counts.drops_wire += 1;
-            self.counts.wire_bytes += s.size as u64;
+            self.rare.wire_bytes += s.size as u64;
             Some(Err(s.pkt))
         } else {
             Some(Ok(s.pkt))

@@ -50,6 +50,9 @@ pub struct Simulation {
     /// First slot of each flow's subflows in `last_acked`.
     sub_index: Vec<usize>,
     last_acked: Vec<u64>,
+    /// Rows one sample adds at most to the flow and subflow series.
+    flow_rows: usize,
+    subflow_rows: usize,
     end: Instant,
     flow_series: FlowSeries,
     subflow_series: SubflowSeries,
@@ -170,6 +173,13 @@ impl Simulation {
                 })
                 .collect(),
             last_acked: vec![0; scenario.flows.iter().map(|f| f.subflows.len()).sum()],
+            flow_rows: (0..scenario.flows.len())
+                .filter(|&i| scenario.series.samples_flow(i))
+                .count(),
+            subflow_rows: (scenario.flows.iter().enumerate())
+                .filter(|&(i, _)| scenario.series.samples_subflows(i))
+                .map(|(_, f)| f.subflows.len())
+                .sum(),
             flow_series: FlowSeries::default(),
             subflow_series: SubflowSeries::default(),
             link_series: LinkSeries::default(),
@@ -289,6 +299,7 @@ impl Simulation {
         // here, so what is recorded never changes the other results.
         let flow_columns = self.scenario.series.flow_columns;
         let subflow_columns = self.scenario.series.subflow_columns;
+        self.reserve_rows();
         for (i, f) in self.flows.iter_mut().enumerate() {
             let subflow_rows = self.scenario.series.samples_subflows(i);
             let delivered = f.delivered();
@@ -390,6 +401,58 @@ impl Simulation {
             let t = self.next_sample;
             self.sampler_timer
                 .arm(t, ComponentId::new(Kind::Sampler, 0), &mut self.net.sched);
+        }
+    }
+
+    /// Make room for one sample's flow and subflow rows in the recorded columns: one
+    /// allocation per column instead of repeated doubling (a chunk moved out by
+    /// [`Simulation::take_series`] starts empty).
+    fn reserve_rows(&mut self) {
+        let series = &self.scenario.series;
+        let (n, on) = (self.flow_rows, series.flow_columns);
+        let s = &mut self.flow_series;
+        if n > 0 {
+            s.time_s.reserve(n);
+            s.flow.reserve(n);
+            for (k, col) in [
+                &mut s.cwnd_bytes,
+                &mut s.ssthresh_bytes,
+                &mut s.srtt_s,
+                &mut s.rate_bps,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if on.has(k) {
+                    col.reserve(n);
+                }
+            }
+        }
+        let (n, on) = (self.subflow_rows, series.subflow_columns);
+        let ss = &mut self.subflow_series;
+        if n > 0 {
+            ss.time_s.reserve(n);
+            ss.flow.reserve(n);
+            ss.subflow.reserve(n);
+            for (k, col) in [
+                &mut ss.cwnd_bytes,
+                &mut ss.ssthresh_bytes,
+                &mut ss.srtt_s,
+                &mut ss.rate_bps,
+                &mut ss.alpha,
+                &mut ss.epsilon,
+                &mut ss.weight,
+                &mut ss.score,
+                &mut ss.backlog_packets,
+                &mut ss.bandwidth_estimate_bps,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if on.has(k) {
+                    col.reserve(n);
+                }
+            }
         }
     }
 

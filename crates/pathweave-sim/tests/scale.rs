@@ -1,5 +1,5 @@
-//! The scale benchmarks (`bench/scenarios/dumbbell-10k.toml`, `multipath-1k.toml`) at a size a
-//! test run affords: they complete, conserve packets network-wide and per flow, and no link
+//! The scale benchmarks (`bench/scenarios/dumbbell-10k.toml`, `dumbbell-10k-scaled.toml`,
+//! `multipath-1k.toml`) at a size a test run affords: they complete, conserve packets network-wide and per flow, and no link
 //! delivers more than its rate allows.
 
 mod common;
@@ -9,12 +9,18 @@ const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// A benchmark scenario with its counts and duration reduced.
 fn reduced(file: &str, from: &str, to: &str, secs: u32) -> pathweave_sim::Scenario {
+    let duration = format!("duration = \"{secs}s\"");
+    edited(file, &[(from, to), ("duration = \"100s\"", &duration)])
+}
+
+/// A benchmark scenario with each `(from, to)` replaced; every `from` must occur.
+fn edited(file: &str, edits: &[(&str, &str)]) -> pathweave_sim::Scenario {
     let path = format!("{ROOT}/bench/scenarios/{file}");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    assert!(text.contains(from), "{file} no longer holds {from}");
-    let text = text
-        .replace(from, to)
-        .replace("duration = \"100s\"", &format!("duration = \"{secs}s\""));
+    let mut text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    for (from, to) in edits {
+        assert!(text.contains(from), "{file} no longer holds {from}");
+        text = text.replace(from, to);
+    }
     scenario(&text)
 }
 
@@ -55,6 +61,31 @@ fn a_thousand_flow_dumbbell_completes_and_conserves_packets() {
         r.links.delivered_packets[bn] > 10_000,
         "{}",
         r.links.delivered_packets[bn]
+    );
+}
+
+/// The scaled dumbbell at a tenth of its flows and of its bottleneck (still 1 Mbps per flow).
+#[test]
+fn a_thousand_flow_scaled_dumbbell_completes_and_conserves_packets() {
+    let sc = edited(
+        "dumbbell-10k-scaled.toml",
+        &[
+            ("count = 10000", "count = 1000"),
+            ("rate = \"10Gbps\"", "rate = \"1Gbps\""),
+            ("duration = \"20s\"", "duration = \"5s\""),
+        ],
+    );
+    assert_eq!(sc.flows.len(), 1000);
+    let r = run(&sc, None);
+    conserved(&r);
+    within_capacity(&r);
+    let bn = link_row(&r, "bottleneck");
+    assert_eq!(r.links.rate_bps[bn], 1e9);
+    // Far more than the 6 kbps-per-flow dumbbell could carry in the same time (60 Mbps).
+    assert!(
+        r.links.delivered_bytes[bn] as f64 * 8.0 > 60e6 * 5.0,
+        "{}",
+        r.links.delivered_bytes[bn]
     );
 }
 
