@@ -67,6 +67,7 @@ SUBFLOW_COLUMNS = {
     "throughput_bps": "float64",
     "packets_sent": "uint64",
     "retransmits": "uint64",
+    "drops": "uint64",
     "timeouts": "uint64",
     "loss_events": "uint64",
     "loss_event_rate": "float64",

@@ -380,6 +380,16 @@ def test_uncoupled_subflows_take_two_shares_on_linux_as_in_the_simulator(tmp_pat
     for res in (emulate(path), pathweave.run(path)):
         g = dict(zip(res.flows["name"], res.flows["goodput_bps"], strict=True))
         ratios.append(g["mp"] / g["reno"])
+        # Every data packet the bottleneck dropped is one subflow's, in both engines (the
+        # access links are far from full, and ACKs travel the other direction).
+        bn = res.links[(res.links["name"] == "bottleneck") & (res.links["direction"] == "forward")]
+        causes = ["drops_overflow", "drops_early", "drops_forced", "drops_wire"]
+        dropped = int(bn[causes].to_numpy().sum())
+        subs = res.subflows
+        assert dropped > 0
+        assert int(subs["drops"].sum()) == dropped
+        for i, total in enumerate(res.flows["drops"]):
+            assert int(subs[subs["flow"] == i]["drops"].sum()) == int(total)
     print(f"headline, uncoupled, 30 s: mp/reno emulated {ratios[0]:.2f}, simulated {ratios[1]:.2f}")
     assert ratios[0] >= 1.5
     assert abs(ratios[1] / ratios[0] - 1) <= 0.25

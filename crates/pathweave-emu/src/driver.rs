@@ -210,6 +210,8 @@ pub struct DriverStats {
     pub events: u64,
     /// Data packets dropped per flow (queue or wire).
     pub flow_drops: Vec<u64>,
+    /// Data packets dropped per route (a subflow's data route counts its own drops).
+    pub route_drops: Vec<u64>,
     /// Packets inside links when the run ended.
     pub in_links: u64,
     /// Whether the link thread ran at real-time priority.
@@ -262,6 +264,7 @@ impl Driver {
         pool_limit: usize,
         flows: usize,
     ) -> Driver {
+        let n_routes = routes.len();
         // The binary-heap queue: an emulator holds few events, and its loop asks for the next
         // deadline after every step, which the heap answers in constant time.
         let mut sched = Scheduler::reference();
@@ -299,6 +302,7 @@ impl Driver {
                 .unwrap_or_else(|_| unreachable!("fixed, valid histogram bounds")),
             stats: DriverStats {
                 flow_drops: vec![0; flows],
+                route_drops: vec![0; n_routes],
                 ..DriverStats::default()
             },
             end,
@@ -450,6 +454,7 @@ impl Driver {
             self.stats.dropped_queue += 1;
             if r.data {
                 self.stats.flow_drops[r.flow as usize] += 1;
+                self.stats.route_drops[m.route as usize] += 1;
             }
             self.pool.free(id);
         }
@@ -474,6 +479,7 @@ impl Driver {
                                 let route = self.pool.meta[id as usize].route as usize;
                                 if self.routes[route].data {
                                     self.stats.flow_drops[self.routes[route].flow as usize] += 1;
+                                    self.stats.route_drops[route] += 1;
                                 }
                                 self.pool.free(id);
                             }

@@ -696,8 +696,12 @@ fn assemble(
     let end = scenario.duration.as_secs_f64();
     let mut ft = FlowTable::default();
     let mut st = SubflowTable::default();
+    // Each subflow has a data route and a reverse route, flow after flow (see `run`).
+    let mut route_base = 0usize;
     for (i, spec) in scenario.flows.iter().enumerate() {
         let (probe, state) = (&probes[i], &states[i]);
+        let first_route = route_base;
+        route_base += 2 * spec.subflows.len();
         let start = spec.start.as_secs_f64();
         let completed = state.completed_ns.load(Ordering::Relaxed);
         let completion = (completed != u64::MAX).then(|| completed as f64 / 1e9);
@@ -728,6 +732,7 @@ fn assemble(
                     .push(info.bytes_acked as f64 * 8.0 / window);
                 st.packets_sent.push(info.data_segs_out as u64);
                 st.retransmits.push(info.total_retrans as u64);
+                st.drops.push(driver.stats.route_drops[first_route + 2 * k]);
                 st.timeouts.push(info.total_rto as u64);
                 let losses = acc.reductions.max(info.total_rto_recoveries as u64);
                 st.loss_events.push(losses);

@@ -180,6 +180,7 @@ fn subflows<'py>(py: Python<'py>, t: &SubflowTable) -> PyResult<Table<'py>> {
         throughput_bps,
         packets_sent,
         retransmits,
+        drops,
         timeouts,
         loss_events,
         loss_event_rate,
@@ -194,6 +195,7 @@ fn subflows<'py>(py: Python<'py>, t: &SubflowTable) -> PyResult<Table<'py>> {
         .num("throughput_bps", throughput_bps)?
         .num("packets_sent", packets_sent)?
         .num("retransmits", retransmits)?
+        .num("drops", drops)?
         .num("timeouts", timeouts)?
         .num("loss_events", loss_events)?
         .num("loss_event_rate", loss_event_rate)?

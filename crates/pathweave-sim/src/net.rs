@@ -48,6 +48,9 @@ pub struct Net {
     pub counters: Conservation,
     /// Data packets dropped (queue or wire), per flow.
     pub flow_drops: Vec<u64>,
+    /// Data packets dropped (queue or wire), per route: a subflow's data route counts its
+    /// own drops.
+    pub route_drops: Vec<u64>,
 }
 
 impl Net {
@@ -73,6 +76,7 @@ impl Net {
             route_start,
             counters: Conservation::default(),
             flow_drops: vec![0; flows],
+            route_drops: vec![0; routes.len()],
         }
     }
 
@@ -97,6 +101,7 @@ impl Net {
         }
         if p.kind != PacketKind::Ack {
             self.flow_drops[p.flow as usize] += 1;
+            self.route_drops[p.route as usize] += 1;
         }
         self.pool.free(id);
     }

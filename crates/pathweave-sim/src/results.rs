@@ -57,6 +57,8 @@ pub struct SubflowTable {
     pub packets_sent: Vec<u64>,
     /// Retransmitted segments.
     pub retransmits: Vec<u64>,
+    /// Data packets of this subflow the network dropped (queue or wire).
+    pub drops: Vec<u64>,
     /// Retransmission timeouts.
     pub timeouts: Vec<u64>,
     /// Loss events (fast recoveries and first timeouts).

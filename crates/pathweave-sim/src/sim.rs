@@ -521,6 +521,8 @@ impl Simulation {
         let now = self.net.now;
         let mut ft = FlowTable::default();
         let mut st = SubflowTable::default();
+        // Each subflow has a data route and an ACK route, flow after flow (see `new`).
+        let mut route_base = 0usize;
         for (i, (spec, f)) in self
             .scenario
             .flows
@@ -530,6 +532,8 @@ impl Simulation {
         {
             let start = spec.start.as_secs_f64();
             let mut end = spec.stop.map_or(now, |s| s.min(now)).as_secs_f64();
+            let first_route = route_base;
+            route_base += 2 * spec.subflows.len();
             let algorithm = match &spec.kind {
                 FlowKind::Tcp { control, .. } => control.name.as_str(),
                 FlowKind::Cbr { .. } => "cbr",
@@ -566,6 +570,7 @@ impl Simulation {
                     st.throughput_bps.push(s.bytes_acked as f64 * 8.0 / window);
                     st.packets_sent.push(s.segments_sent);
                     st.retransmits.push(s.retransmits);
+                    st.drops.push(self.net.route_drops[first_route + 2 * k]);
                     st.timeouts.push(s.timeouts);
                     st.loss_events.push(s.loss_events);
                     st.loss_event_rate

@@ -199,3 +199,53 @@ fn multipath_scenario_mistakes_are_named() {
         assert!(e.contains(field), "{e}");
     }
 }
+
+/// Every data packet a link drops belongs to exactly one subflow: on disjoint paths each
+/// subflow's drops are its own link's, on a shared bottleneck the subflows' and the single
+/// flow's drops add up to the bottleneck's, and a flow's drops are its subflows' sum.
+#[test]
+fn each_subflow_counts_the_drops_of_its_own_packets() {
+    let link_drops = |r: &pathweave_sim::Results, name: &str| {
+        let l = link_row(r, name);
+        r.links.drops_overflow[l]
+            + r.links.drops_early[l]
+            + r.links.drops_forced[l]
+            + r.links.drops_wire[l]
+    };
+    let r = run(&scenario(&two_paths("", "loss = 0.001", "", "")), None);
+    let (a, b) = (link_drops(&r, "a"), link_drops(&r, "b"));
+    assert!(a > 0 && b > 0, "both paths drop: {a}, {b}");
+    assert_eq!(r.subflows.drops, [a, b]);
+    assert_eq!(r.flows.drops[0], a + b);
+
+    let shared = r#"
+duration = "20s"
+[[link]]
+name = "bn"
+rate = "20Mbps"
+delay = "10ms"
+queue = { type = "red", limit = "100pkt", min_th = 10, max_th = 30 }
+[[link]]
+name = "s{i}"
+count = 3
+rate = "1Gbps"
+delay = "5ms"
+queue = { type = "droptail", limit = "10000pkt" }
+[[flow]]
+name = "mp"
+subflows = [ { path = ["s0", "bn"] }, { path = ["s1", "bn"] } ]
+[[flow]]
+name = "reno"
+path = ["s2", "bn"]
+"#;
+    let r = run(&scenario(shared), None);
+    let bn = link_drops(&r, "bn");
+    assert!(
+        r.subflows.drops.iter().all(|&d| d > 0),
+        "{:?}",
+        r.subflows.drops
+    );
+    assert_eq!(r.subflows.drops.iter().sum::<u64>(), bn);
+    assert_eq!(r.flows.drops[0], r.subflows.drops[0] + r.subflows.drops[1]);
+    assert_eq!(r.flows.drops[1], r.subflows.drops[2]);
+}
