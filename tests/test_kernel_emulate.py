@@ -286,7 +286,7 @@ GOAL1_MISSES = {
     "lia": WINDOW_SPLIT_MISS,
     "olia": WINDOW_SPLIT_MISS,
     "balia": "Balia gives up some of goal 1 for friendliness and responsiveness (Peng et al. "
-    "2016): the simulator gives 0.72x the better path's Reno flow here too",
+    "2016): the simulator gives 0.84x the better path's Reno flow here too (steady state)",
     "fully-coupled": "fully coupled over real MPTCP: head-of-line blocking behind subflows at "
     "one or two packets (see the headline)",
 }
