@@ -102,6 +102,25 @@ pub struct SubflowSeries {
     pub bandwidth_estimate_bps: Vec<f64>,
 }
 
+impl SubflowSeries {
+    /// The value columns, in the order of [`SUBFLOW_SERIES_COLUMNS`] (which a scenario's
+    /// `[series]` column selection indexes).
+    pub fn value_columns(&mut self) -> [&mut Vec<f64>; 10] {
+        [
+            &mut self.cwnd_bytes,
+            &mut self.ssthresh_bytes,
+            &mut self.srtt_s,
+            &mut self.rate_bps,
+            &mut self.alpha,
+            &mut self.epsilon,
+            &mut self.weight,
+            &mut self.score,
+            &mut self.backlog_packets,
+            &mut self.bandwidth_estimate_bps,
+        ]
+    }
+}
+
 /// Per-link-direction results.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LinkTable {

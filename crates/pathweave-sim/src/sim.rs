@@ -342,19 +342,8 @@ impl Simulation {
                             m.backlog.unwrap_or(f64::NAN),
                             m.bandwidth_bps.unwrap_or(f64::NAN),
                         ];
-                        let columns = [
-                            &mut ss.cwnd_bytes,
-                            &mut ss.ssthresh_bytes,
-                            &mut ss.srtt_s,
-                            &mut ss.rate_bps,
-                            &mut ss.alpha,
-                            &mut ss.epsilon,
-                            &mut ss.weight,
-                            &mut ss.score,
-                            &mut ss.backlog_packets,
-                            &mut ss.bandwidth_estimate_bps,
-                        ];
-                        for (k, (col, x)) in columns.into_iter().zip(values).enumerate() {
+                        for (k, (col, x)) in ss.value_columns().into_iter().zip(values).enumerate()
+                        {
                             if subflow_columns.has(k) {
                                 col.push(x);
                             }
@@ -434,21 +423,7 @@ impl Simulation {
             ss.time_s.reserve(n);
             ss.flow.reserve(n);
             ss.subflow.reserve(n);
-            for (k, col) in [
-                &mut ss.cwnd_bytes,
-                &mut ss.ssthresh_bytes,
-                &mut ss.srtt_s,
-                &mut ss.rate_bps,
-                &mut ss.alpha,
-                &mut ss.epsilon,
-                &mut ss.weight,
-                &mut ss.score,
-                &mut ss.backlog_packets,
-                &mut ss.bandwidth_estimate_bps,
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            for (k, col) in ss.value_columns().into_iter().enumerate() {
                 if on.has(k) {
                     col.reserve(n);
                 }

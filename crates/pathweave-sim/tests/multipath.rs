@@ -36,6 +36,33 @@ fn two_paths(receive: &str, loss: &str, traffic: &str, sub2: &str) -> String {
         .replace("SUB2", sub2)
 }
 
+/// A two-subflow connection ("mp") and a Reno flow on one 20 Mbit/s RED bottleneck.
+fn one_bottleneck(duration: &str) -> String {
+    format!(
+        r#"
+duration = "{duration}"
+[[link]]
+name = "bn"
+rate = "20Mbps"
+delay = "10ms"
+queue = {{ type = "red", limit = "100pkt", min_th = 10, max_th = 30 }}
+[[link]]
+name = "s{{i}}"
+count = 3
+rate = "1Gbps"
+delay = "5ms"
+queue = {{ type = "droptail", limit = "10000pkt" }}
+[[flow]]
+name = "mp"
+subflows = [ {{ path = ["s0", "bn"] }}, {{ path = ["s1", "bn"] }} ]
+[[flow]]
+name = "reno"
+path = ["s2", "bn"]
+start = "3ms"
+"#
+    )
+}
+
 /// Uncoupled Reno on two disjoint paths fills both: the connection's goodput approaches the
 /// sum of the two payload rates, and each subflow carries about its own path's rate.
 #[test]
@@ -116,30 +143,7 @@ fn a_small_receive_buffer_limits_the_connection() {
 /// (the unfairness coupled algorithms exist to remove).
 #[test]
 fn uncoupled_subflows_on_one_bottleneck_take_twice_a_single_flow() {
-    let sc = scenario(
-        r#"
-duration = "100s"
-[[link]]
-name = "bn"
-rate = "20Mbps"
-delay = "10ms"
-queue = { type = "red", limit = "100pkt", min_th = 10, max_th = 30 }
-[[link]]
-name = "s{i}"
-count = 3
-rate = "1Gbps"
-delay = "5ms"
-queue = { type = "droptail", limit = "10000pkt" }
-[[flow]]
-name = "mp"
-subflows = [ { path = ["s0", "bn"] }, { path = ["s1", "bn"] } ]
-[[flow]]
-name = "reno"
-path = ["s2", "bn"]
-start = "3ms"
-"#,
-    );
-    let r = run(&sc, None);
+    let r = run(&scenario(&one_bottleneck("100s")), None);
     let ratio = r.flows.goodput_bps[0] / r.flows.goodput_bps[1];
     assert!(ratio > 1.6, "multipath / single = {ratio:.3}");
 }
@@ -218,27 +222,7 @@ fn each_subflow_counts_the_drops_of_its_own_packets() {
     assert_eq!(r.subflows.drops, [a, b]);
     assert_eq!(r.flows.drops[0], a + b);
 
-    let shared = r#"
-duration = "20s"
-[[link]]
-name = "bn"
-rate = "20Mbps"
-delay = "10ms"
-queue = { type = "red", limit = "100pkt", min_th = 10, max_th = 30 }
-[[link]]
-name = "s{i}"
-count = 3
-rate = "1Gbps"
-delay = "5ms"
-queue = { type = "droptail", limit = "10000pkt" }
-[[flow]]
-name = "mp"
-subflows = [ { path = ["s0", "bn"] }, { path = ["s1", "bn"] } ]
-[[flow]]
-name = "reno"
-path = ["s2", "bn"]
-"#;
-    let r = run(&scenario(shared), None);
+    let r = run(&scenario(&one_bottleneck("20s")), None);
     let bn = link_drops(&r, "bn");
     assert!(
         r.subflows.drops.iter().all(|&d| d > 0),
