@@ -39,11 +39,12 @@ pub enum Stat {
     Version,
     ListenerConn,
     Rekeyed,
+    Reinit,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 17] = [
+    pub const ALL: [Stat; 18] = [
         Stat::Init,
         Stat::Release,
         Stat::Registered,
@@ -61,6 +62,7 @@ impl Stat {
         Stat::Version,
         Stat::ListenerConn,
         Stat::Rekeyed,
+        Stat::Reinit,
     ];
 
     /// The name `status` prints.
@@ -83,6 +85,7 @@ impl Stat {
             Stat::Version => "program version",
             Stat::ListenerConn => "callbacks while the connection was still the listener",
             Stat::Rekeyed => "subflows moved to another connection",
+            Stat::Reinit => "init of a still registered socket",
         }
     }
 }

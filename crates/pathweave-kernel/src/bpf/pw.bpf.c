@@ -442,6 +442,15 @@ static __always_inline void pw_init(struct sock *sk, __u32 algo)
 	struct pw_ca *ca = pw_ca(sk);
 	__u32 una = tcp_sk(sk)->snd_una;
 
+	/*
+	 * The private area is zeroed with the socket and by tcp_disconnect, and release runs
+	 * before any re-initialisation the kernel plans; should init still come a second time
+	 * on a registered socket, its slot is given back first rather than leaked.
+	 */
+	if (ca->flags & PW_CA_REGISTERED) {
+		pw_count(PW_STAT_REINIT);
+		pw_unregister(sk, ca);
+	}
 	ca->conn = 0;
 	ca->cnt = 0;
 	ca->olia_cnt = 0;

@@ -85,6 +85,11 @@ import socket, sys, threading, time
 n, conc, size, secs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 payload = b"x" * 65536
 ok = [0]; failed = [0]; lock = threading.Lock(); todo = list(range(n))
+stop = threading.Event()
+def watch():
+    sys.stdin.read()
+    stop.set()
+threading.Thread(target=watch, daemon=True).start()
 def one():
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_MPTCP)
     c.settimeout(30)
@@ -94,7 +99,7 @@ def one():
         end = time.monotonic() + secs
         while left > 0 and secs == 0:
             left -= c.send(payload[:min(left, len(payload))])
-        while secs > 0 and time.monotonic() < end:
+        while secs > 0 and time.monotonic() < end and not stop.is_set():
             c.sendall(payload[:16384])
             time.sleep(0.005)
         c.shutdown(socket.SHUT_WR)
@@ -242,8 +247,27 @@ impl Bed {
         ]);
     }
 
-    /// Starts the client: `n` connections, `conc` at a time, `bytes` each, or paced for
-    /// `secs` seconds each if `secs > 0`.
+    /// Every TCP and MPTCP socket in both namespaces, with timers and internals (`ss -tanoi`,
+    /// `ss -Manoi`): printed when a socket outlives its transfer.
+    pub(crate) fn sockets(&self) -> String {
+        let mut out = String::new();
+        for ns in [&self.server_ns, &self.client_ns] {
+            for kind in ["-tanoi", "-Manoi"] {
+                let o = Command::new("ip")
+                    .args(["netns", "exec", ns, "ss", kind])
+                    .output();
+                out += &format!("--- {ns}: ss {kind}\n");
+                match o {
+                    Ok(o) => out += &String::from_utf8_lossy(&o.stdout),
+                    Err(e) => out += &format!("ss: {e}\n"),
+                }
+            }
+        }
+        out
+    }
+
+    /// Starts the client: `n` connections, `conc` at a time, `bytes` each, or, if `secs > 0`,
+    /// paced until the client's stdin closes, for at most `secs` seconds each.
     pub(crate) fn client(&self, n: usize, conc: usize, bytes: usize, secs: f64) -> Child {
         Command::new("ip")
             .args(["netns", "exec", &self.client_ns, "python3", "-c", CLIENT_PY])
@@ -253,6 +277,7 @@ impl Bed {
                 bytes.to_string(),
                 secs.to_string(),
             ])
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
