@@ -319,13 +319,21 @@ impl Wheel {
     /// Make `abs` (no earlier than the current bucket, and with every event before it already
     /// handed out) the current bucket's number: spread the coarse buckets that come within
     /// the wheel over it, and move the heap events that come within the coarse ring.
+    #[inline(always)]
     fn advance_to(&mut self, abs: u64) {
         let old_c = self.cur_abs >> COARSE_BITS;
         self.cur_abs = abs;
-        let new_c = abs >> COARSE_BITS;
-        if new_c == old_c {
-            return;
+        // Usually the wheel stays within its coarse bucket: nothing to move.
+        if abs >> COARSE_BITS != old_c {
+            self.enter_coarse(old_c, abs >> COARSE_BITS);
         }
+    }
+
+    /// The current bucket moved from coarse number `old_c` into `new_c`: spread the coarse
+    /// buckets that come within the wheel over it and move the heap events that come within
+    /// the coarse ring.
+    #[inline(never)]
+    fn enter_coarse(&mut self, old_c: u64, new_c: u64) {
         // Coarse numbers old_c + 2 ..= new_c + 1 now belong on the wheel. Those before
         // new_c + 1 are empty: no event precedes `abs`.
         for c in (old_c + 2).max(new_c + 1)..=new_c + 1 {

@@ -455,7 +455,7 @@ impl LinkDir {
     }
 
     /// Offer a packet of `size` bytes at `now`.
-    #[inline]
+    #[inline(always)]
     pub fn offer(
         &mut self,
         pkt: PacketId,
