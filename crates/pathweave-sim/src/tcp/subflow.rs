@@ -233,6 +233,7 @@ impl Subflow {
         self.emit(seq, dsn, payload, net);
     }
 
+    #[inline]
     fn send_new(&mut self, dsn: u64, payload: u32, net: &mut Net) {
         let seq = self.snd_max;
         self.segs.push_back(Seg {
