@@ -81,7 +81,7 @@ impl Net {
     }
 
     /// Create `p` at its flow's first hop.
-    #[inline]
+    #[inline(always)]
     pub fn send(&mut self, mut p: Packet) {
         self.counters.created += 1;
         p.hop = self.route_start[p.route as usize];
