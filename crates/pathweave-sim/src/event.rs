@@ -71,6 +71,12 @@ impl ComponentId {
     pub fn index(self) -> usize {
         (self.0 & INDEX_MASK) as usize
     }
+    /// The index of a link direction, or `None` for another kind: cheaper than matching on
+    /// [`ComponentId::kind`] (link directions are kind 0).
+    #[inline(always)]
+    pub fn link_index(self) -> Option<usize> {
+        (self.0 >> KIND_SHIFT == 0).then_some(self.0 as usize)
+    }
 }
 
 /// One pending event on the wheel: 16 bytes, so sorting a bucket moves little. Its place
@@ -575,6 +581,18 @@ mod tests {
         assert_eq!(s.pop_until(Instant(5)), Some((Instant(5), b)));
         assert_eq!(b.kind(), Kind::Sender);
         assert_eq!(b.index(), 3);
+    }
+
+    #[test]
+    fn only_link_directions_have_a_link_index() {
+        assert_eq!(ComponentId::new(Kind::Link, 0).link_index(), Some(0));
+        assert_eq!(
+            ComponentId::new(Kind::Link, 40_000).link_index(),
+            Some(40_000)
+        );
+        for kind in [Kind::Sender, Kind::Receiver, Kind::Timeline, Kind::Sampler] {
+            assert_eq!(ComponentId::new(kind, 7).link_index(), None);
+        }
     }
 
     #[test]
