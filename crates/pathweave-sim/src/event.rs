@@ -518,31 +518,43 @@ impl Scheduler {
 }
 
 /// The single pending event of one component.
-#[derive(Clone, Copy, Debug, Default)]
+///
+/// The time of the live event is kept as a plain instant, [`Instant::MAX`] meaning none, so
+/// arming and firing are single comparisons. An event at [`Instant::MAX`] would never be
+/// handed out (every run ends before it), so [`Timer::arm`] does not queue one.
+#[derive(Clone, Copy, Debug)]
 pub struct Timer {
-    scheduled: Option<Instant>,
+    scheduled: Instant,
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer {
+            scheduled: Instant::MAX,
+        }
+    }
 }
 
 impl Timer {
     /// Make sure the component is woken no later than `t`.
     #[inline(always)]
     pub fn arm(&mut self, t: Instant, c: ComponentId, s: &mut Scheduler) {
-        if self.scheduled.is_none_or(|old| t < old) {
+        if t < self.scheduled {
             s.push(t, c);
-            self.scheduled = Some(t);
+            self.scheduled = t;
         }
     }
     /// Whether [`Timer::arm`] at `t` would push an event (nothing pending, or pending later).
     #[inline(always)]
     pub fn would_arm(&self, t: Instant) -> bool {
-        self.scheduled.is_none_or(|old| t < old)
+        t < self.scheduled
     }
     /// Called when an event for this component pops at `t`: true if it is the live one
     /// (and the timer is now idle), false if it is stale and must be ignored.
     #[inline]
     pub fn fire(&mut self, t: Instant) -> bool {
-        if self.scheduled == Some(t) {
-            self.scheduled = None;
+        if self.scheduled == t {
+            self.scheduled = Instant::MAX;
             true
         } else {
             false
