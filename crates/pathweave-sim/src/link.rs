@@ -507,7 +507,7 @@ impl LinkDir {
 
     /// Admit a packet: draw its wire loss, fix its schedule, and arm the link if it is the
     /// only packet held.
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, pkt: PacketId, size: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
         let prev = self.ring.back().map_or(Instant::ZERO, |s| s.arrive);
