@@ -178,6 +178,7 @@ impl TcpReceiver {
         }
     }
 
+    #[inline(always)]
     fn send_ack(&mut self, i: usize, net: &mut Net) {
         self.stats.acks_sent += 1;
         let rwnd = match self.buffer {
