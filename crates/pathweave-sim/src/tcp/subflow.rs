@@ -268,6 +268,7 @@ impl Subflow {
 
     /// Send what the window allows, taking at most `max_new` new segments from `data`.
     /// Returns the number of new segments sent.
+    #[inline(always)]
     pub(crate) fn send(
         &mut self,
         net: &mut Net,
