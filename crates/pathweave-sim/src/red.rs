@@ -217,6 +217,7 @@ impl Red {
     /// Decide for a packet of `size` bytes arriving at `now`, with `q_pkts`/`q_bytes` waiting
     /// (not counting one in transmission) and the link idle since `idle_since` if it is idle.
     /// `uniform` supplies a U(0,1) draw when a random decision is needed.
+    #[inline(always)]
     pub fn on_arrival(
         &mut self,
         now: Instant,
