@@ -1,4 +1,4 @@
-//! The event scheduler: a priority queue of `(time, sequence, component)`.
+//! The event scheduler: a priority queue of `(time, insertion order, component)`.
 //!
 //! Ties at equal times break by insertion order, so a run is a pure function of its scenario
 //! and seed. Each component keeps at most one *live* event through a [`Timer`]: re-arming to a
@@ -12,9 +12,11 @@
 //! bucket is spread over the wheel once when the wheel comes within reach of it, and each
 //! bucket is sorted once, when the wheel reaches it. Its cost per
 //! event does not grow with the number of pending events the way a heap's does. Every
-//! `(time, sequence)` key is distinct, so any correct priority queue pops the same sequence;
-//! the plain `BinaryHeap` the engine used before is kept as [`Scheduler::reference`] and the
-//! tests run whole simulations on both and compare their results.
+//! `(time, insertion order)` key is distinct, so any correct priority queue pops the same
+//! sequence; the plain `BinaryHeap` the engine used before is kept as [`Scheduler::reference`]
+//! and the tests run whole simulations on both and compare their results. The wheel stores no
+//! sequence number: each of its buckets holds its events in insertion order, and is sorted
+//! stably by time (see [`Wheel`]).
 
 use pathweave_cc::Instant;
 use std::cmp::Reverse;
@@ -69,40 +71,33 @@ impl ComponentId {
     pub fn index(self) -> usize {
         (self.0 & INDEX_MASK) as usize
     }
+    /// The index of a link direction, or `None` for another kind: cheaper than matching on
+    /// [`ComponentId::kind`] (link directions are kind 0).
+    #[inline(always)]
+    pub fn link_index(self) -> Option<usize> {
+        (self.0 >> KIND_SHIFT == 0).then_some(self.0 as usize)
+    }
 }
 
-/// One pending event.
+/// One pending event on the wheel: 16 bytes, so sorting a bucket moves little. Its place
+/// among events of the same time is its place in its bucket (see [`Wheel`]).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     time: u64,
-    seq: u64,
     comp: ComponentId,
+    /// Scratch space for sorting a large bucket: the entry's position in it.
+    ord: u32,
 }
 
 impl Entry {
-    /// The ordering key: time, then insertion order.
     #[inline(always)]
-    fn key(&self) -> u128 {
-        ((self.time as u128) << 64) | self.seq as u128
+    fn new(time: u64, comp: ComponentId) -> Self {
+        Entry { time, comp, ord: 0 }
     }
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
+/// An event in the overflow heap: time, then the order of its push among the heap's events.
+type Far = Reverse<(u64, u64, ComponentId)>;
 
 /// log2 of a bucket's width in nanoseconds (262 µs).
 const BUCKET_SHIFT: u32 = 18;
@@ -132,6 +127,15 @@ const COARSE: u64 = 64;
 /// So every event on the wheel precedes every coarse event, which precedes every heap event.
 /// When the current bucket moves into a new coarse bucket, the coarse bucket that comes within
 /// `cur_c + 1` is spread over the wheel and heap events that come within the ring move to it.
+///
+/// Ties at equal times go by insertion order without a sequence number in the entries: every
+/// bucket (wheel or coarse) holds its events in the order they were pushed, and the current
+/// bucket is sorted stably by time. That order holds because a bucket is only ever appended
+/// to, by a push, by spreading a coarse bucket (in its order) or by moving heap events (in
+/// their push order among equal times) — and the last two happen when the bucket's time first
+/// comes within reach of the wheel or the ring, before any push could reach it directly, so
+/// they come first. An event pushed into the current bucket is placed after every pending
+/// event of its time (it is the latest pushed). The overflow heap numbers its own pushes.
 #[derive(Debug)]
 struct Wheel {
     buckets: Vec<Vec<Entry>>,
@@ -148,8 +152,9 @@ struct Wheel {
     coarse: Vec<Vec<Entry>>,
     /// Bit `c % COARSE` is set iff that coarse bucket is non-empty.
     coarse_bits: u64,
-    overflow: BinaryHeap<Reverse<Entry>>,
-    len: usize,
+    overflow: BinaryHeap<Far>,
+    /// Pushes into the overflow heap so far: the tie-break among its events.
+    overflow_pushes: u64,
 }
 
 impl Default for Wheel {
@@ -164,7 +169,7 @@ impl Default for Wheel {
             coarse: (0..COARSE).map(|_| Vec::new()).collect(),
             coarse_bits: 0,
             overflow: BinaryHeap::new(),
-            len: 0,
+            overflow_pushes: 0,
         }
     }
 }
@@ -172,7 +177,6 @@ impl Default for Wheel {
 impl Wheel {
     #[inline(always)]
     fn push(&mut self, e: Entry) {
-        self.len += 1;
         let abs = e.time >> BUCKET_SHIFT;
         if abs <= self.cur_abs {
             self.push_current(e);
@@ -197,9 +201,8 @@ impl Wheel {
     }
 
     /// An event of the current bucket (or, for a time already passed, before it): keep the
-    /// bucket sorted. It usually belongs at the end. A new event has the largest sequence
-    /// number yet, so it sorts after every pending event of the same time: comparing times
-    /// is enough.
+    /// bucket sorted. It usually belongs at the end. A new event is the latest pushed, so it
+    /// goes after every pending event of the same time: comparing times is enough.
     #[inline(always)]
     fn push_current(&mut self, e: Entry) {
         match self.current.last() {
@@ -227,7 +230,9 @@ impl Wheel {
 
     #[cold]
     fn push_overflow(&mut self, e: Entry) {
-        self.overflow.push(Reverse(e));
+        self.overflow
+            .push(Reverse((e.time, self.overflow_pushes, e.comp)));
+        self.overflow_pushes += 1;
     }
 
     /// Put `e` (of absolute bucket `abs`, within the span) into its bucket.
@@ -247,13 +252,21 @@ impl Wheel {
                     return None;
                 }
                 self.pos += 1;
-                self.len -= 1;
                 return Some(e);
             }
             if !self.turn() {
                 return None;
             }
         }
+    }
+
+    /// Events pending: counted, not kept (only tests and diagnostics ask).
+    fn len(&self) -> usize {
+        let filed = |bs: &[Vec<Entry>]| bs.iter().map(Vec::len).sum::<usize>();
+        self.current.len() - self.pos
+            + filed(&self.buckets)
+            + filed(&self.coarse)
+            + self.overflow.len()
     }
 
     /// The first non-empty bucket strictly after the current one, as an absolute number.
@@ -299,7 +312,7 @@ impl Wheel {
             let k = (c % COARSE) as usize;
             return self.coarse[k].iter().map(|e| e.time).min();
         }
-        self.overflow.peek().map(|Reverse(e)| e.time)
+        self.overflow.peek().map(|Reverse((t, _, _))| *t)
     }
 
     /// The coarse number of the first non-empty coarse bucket, if any.
@@ -319,13 +332,21 @@ impl Wheel {
     /// Make `abs` (no earlier than the current bucket, and with every event before it already
     /// handed out) the current bucket's number: spread the coarse buckets that come within
     /// the wheel over it, and move the heap events that come within the coarse ring.
+    #[inline(always)]
     fn advance_to(&mut self, abs: u64) {
         let old_c = self.cur_abs >> COARSE_BITS;
         self.cur_abs = abs;
-        let new_c = abs >> COARSE_BITS;
-        if new_c == old_c {
-            return;
+        // Usually the wheel stays within its coarse bucket: nothing to move.
+        if abs >> COARSE_BITS != old_c {
+            self.enter_coarse(old_c, abs >> COARSE_BITS);
         }
+    }
+
+    /// The current bucket moved from coarse number `old_c` into `new_c`: spread the coarse
+    /// buckets that come within the wheel over it and move the heap events that come within
+    /// the coarse ring.
+    #[inline(never)]
+    fn enter_coarse(&mut self, old_c: u64, new_c: u64) {
         // Coarse numbers old_c + 2 ..= new_c + 1 now belong on the wheel. Those before
         // new_c + 1 are empty: no event precedes `abs`.
         for c in (old_c + 2).max(new_c + 1)..=new_c + 1 {
@@ -341,12 +362,12 @@ impl Wheel {
             self.coarse[k] = v;
         }
         let ring_end = new_c + 2 + COARSE;
-        while let Some(Reverse(e)) = self.overflow.peek() {
-            let c = e.time >> (BUCKET_SHIFT + COARSE_BITS);
+        while let Some(&Reverse((time, _, comp))) = self.overflow.peek() {
+            let c = time >> (BUCKET_SHIFT + COARSE_BITS);
             if c >= ring_end {
                 break;
             }
-            let e = *e;
+            let e = Entry::new(time, comp);
             self.overflow.pop();
             if c <= new_c + 1 {
                 self.file(e.time >> BUCKET_SHIFT, e);
@@ -373,7 +394,7 @@ impl Wheel {
             // before it, which brings it onto the wheel.
             let c = match (self.next_coarse(), self.overflow.peek()) {
                 (Some(c), _) => c,
-                (None, Some(Reverse(e))) => e.time >> (BUCKET_SHIFT + COARSE_BITS),
+                (None, Some(Reverse((t, _, _)))) => t >> (BUCKET_SHIFT + COARSE_BITS),
                 (None, None) => return false,
             };
             self.advance_to(((c - 1) << COARSE_BITS).max(self.cur_abs));
@@ -390,23 +411,25 @@ impl Wheel {
     }
 }
 
-/// Sort a bucket by key. Buckets are small, so an insertion sort (comparing the time first
-/// and the sequence only on a tie) beats the library's general sort; a large bucket takes
-/// the library's.
+/// Sort a bucket by time, keeping events of equal times in their order (insertion order).
+/// Buckets are small, so an insertion sort beats the library's general sort; a large bucket
+/// takes the library's unstable sort on the time and the position, which needs no allocation.
 #[inline]
 fn sort_bucket(v: &mut [Entry]) {
     if v.len() > 32 {
-        v.sort_unstable_by_key(Entry::key);
+        for (k, e) in v.iter_mut().enumerate() {
+            e.ord = k as u32;
+        }
+        v.sort_unstable_by_key(|e| (e.time, e.ord));
         return;
     }
     for i in 1..v.len() {
         let e = v[i];
-        let before = |x: &Entry| x.time > e.time || (x.time == e.time && x.seq > e.seq);
-        if !before(&v[i - 1]) {
+        if v[i - 1].time <= e.time {
             continue;
         }
         let mut j = i;
-        while j > 0 && before(&v[j - 1]) {
+        while j > 0 && v[j - 1].time > e.time {
             v[j] = v[j - 1];
             j -= 1;
         }
@@ -426,6 +449,7 @@ enum Queue {
 #[derive(Debug)]
 pub struct Scheduler {
     queue: Queue,
+    /// Pushes into the reference heap so far (its tie-break); the wheel needs none.
     seq: u64,
     popped: u64,
 }
@@ -457,15 +481,12 @@ impl Scheduler {
     /// Queue an event for `c` at `t`.
     #[inline(always)]
     pub fn push(&mut self, t: Instant, c: ComponentId) {
-        let seq = self.seq;
-        self.seq += 1;
         match &mut self.queue {
-            Queue::Wheel(h) => h.push(Entry {
-                time: t.0,
-                seq,
-                comp: c,
-            }),
-            Queue::Reference(h) => h.push(Reverse((t, seq, c))),
+            Queue::Wheel(h) => h.push(Entry::new(t.0, c)),
+            Queue::Reference(h) => {
+                h.push(Reverse((t, self.seq, c)));
+                self.seq += 1;
+            }
         }
     }
     /// The earliest event, if it is due no later than `limit`.
@@ -492,41 +513,54 @@ impl Scheduler {
     pub fn events_processed(&self) -> u64 {
         self.popped
     }
-    /// Events currently pending (live and stale).
+    /// Events currently pending (live and stale). The calendar queue counts them bucket by
+    /// bucket, so this is for tests and diagnostics, not for a loop.
     pub fn pending(&self) -> usize {
         match &self.queue {
-            Queue::Wheel(h) => h.len,
+            Queue::Wheel(h) => h.len(),
             Queue::Reference(h) => h.len(),
         }
     }
 }
 
 /// The single pending event of one component.
-#[derive(Clone, Copy, Debug, Default)]
+///
+/// The time of the live event is kept as a plain instant, [`Instant::MAX`] meaning none, so
+/// arming and firing are single comparisons. An event at [`Instant::MAX`] would never be
+/// handed out (every run ends before it), so [`Timer::arm`] does not queue one.
+#[derive(Clone, Copy, Debug)]
 pub struct Timer {
-    scheduled: Option<Instant>,
+    scheduled: Instant,
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer {
+            scheduled: Instant::MAX,
+        }
+    }
 }
 
 impl Timer {
     /// Make sure the component is woken no later than `t`.
     #[inline(always)]
     pub fn arm(&mut self, t: Instant, c: ComponentId, s: &mut Scheduler) {
-        if self.scheduled.is_none_or(|old| t < old) {
+        if t < self.scheduled {
             s.push(t, c);
-            self.scheduled = Some(t);
+            self.scheduled = t;
         }
     }
     /// Whether [`Timer::arm`] at `t` would push an event (nothing pending, or pending later).
     #[inline(always)]
     pub fn would_arm(&self, t: Instant) -> bool {
-        self.scheduled.is_none_or(|old| t < old)
+        t < self.scheduled
     }
     /// Called when an event for this component pops at `t`: true if it is the live one
     /// (and the timer is now idle), false if it is stale and must be ignored.
     #[inline]
     pub fn fire(&mut self, t: Instant) -> bool {
-        if self.scheduled == Some(t) {
-            self.scheduled = None;
+        if self.scheduled == t {
+            self.scheduled = Instant::MAX;
             true
         } else {
             false
@@ -565,6 +599,18 @@ mod tests {
         assert_eq!(s.pop_until(Instant(5)), Some((Instant(5), b)));
         assert_eq!(b.kind(), Kind::Sender);
         assert_eq!(b.index(), 3);
+    }
+
+    #[test]
+    fn only_link_directions_have_a_link_index() {
+        assert_eq!(ComponentId::new(Kind::Link, 0).link_index(), Some(0));
+        assert_eq!(
+            ComponentId::new(Kind::Link, 40_000).link_index(),
+            Some(40_000)
+        );
+        for kind in [Kind::Sender, Kind::Receiver, Kind::Timeline, Kind::Sampler] {
+            assert_eq!(ComponentId::new(kind, 7).link_index(), None);
+        }
     }
 
     #[test]
@@ -620,6 +666,36 @@ mod tests {
             assert_eq!(s.pop_until(Instant::MAX), None);
             assert_eq!(s.events_processed(), 2);
         }
+    }
+
+    /// Crowded buckets (more events than the insertion sort takes) full of equal times, filed
+    /// directly, through a coarse bucket and through the overflow heap: events of one time
+    /// must still pop in insertion order.
+    #[test]
+    fn crowded_buckets_of_equal_times_pop_in_insertion_order() {
+        let (mut fast, mut slow) = (Scheduler::new(), Scheduler::reference());
+        // Now in the wheel, two coarse buckets ahead (the ring) and past the ring (the heap).
+        for base in [1_000u64, 3_000_000_000, 100_000_000_000] {
+            for k in 0..300usize {
+                let t = Instant(base + (k as u64 * 7919) % 5);
+                let c = ComponentId::new(Kind::Sender, k);
+                fast.push(t, c);
+                slow.push(t, c);
+            }
+        }
+        let mut pops = 0;
+        while let Some(e) = slow.pop_until(Instant::MAX) {
+            assert_eq!(fast.pop_until(Instant::MAX), Some(e));
+            pops += 1;
+            // Pushes into the current bucket, at its times, between pops.
+            if pops % 50 == 0 {
+                let c = ComponentId::new(Kind::Receiver, pops);
+                fast.push(e.0, c);
+                slow.push(e.0, c);
+            }
+        }
+        assert_eq!(fast.pop_until(Instant::MAX), None);
+        assert!(pops > 900, "{pops}");
     }
 
     /// Few events far apart (seconds to minutes): the wheel is often empty, and the queue

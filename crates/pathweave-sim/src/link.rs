@@ -255,7 +255,7 @@ pub enum Offer {
 
 #[cfg(test)]
 mod layout {
-    use super::LinkDir;
+    use super::{Counts, LinkDir};
     use std::mem::{align_of, offset_of, size_of};
 
     /// The per-packet fields fill the first three cache lines of an aligned link direction,
@@ -269,8 +269,12 @@ mod layout {
         assert_eq!(line(offset_of!(LinkDir, lossy)), 0);
         assert_eq!(line(offset_of!(LinkDir, busy_until)), 1);
         assert_eq!(line(offset_of!(LinkDir, id)), 1);
+        assert_eq!(line(offset_of!(LinkDir, cold) + 7), 1);
         assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 2);
-        assert_eq!(line(offset_of!(LinkDir, cold) + 7), 2);
+        assert_eq!(
+            line(offset_of!(LinkDir, counts) + size_of::<Counts>() - 1),
+            2
+        );
         assert_eq!(line(offset_of!(LinkDir, rare)), 3);
     }
 }
@@ -297,9 +301,10 @@ struct Counts {
     drops_wire: u64,
 }
 
-/// Counters only RED (early and forced drops) or wire losses (their bytes) move.
+/// Counters only RED (early and forced drops) or wire losses (their bytes) move. Aligned to
+/// a cache line of their own, the last of a link direction.
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C)]
+#[repr(C, align(64))]
 struct RareCounts {
     drops_early: u64,
     drops_forced: u64,
@@ -321,10 +326,10 @@ struct Cold {
 ///
 /// Laid out in cache lines (a run with many links touches each one rarely, so every line a
 /// packet or a sample touches is likely a miss): the ring and the waiting count in the first;
-/// the transmitter's horizon, delay, serialisation cache and timer in the second; the waiting
-/// bytes, admission, the common counters and the cold pointer in the third; the rare counters
-/// in the fourth. A packet's admission and arrival touch the first three; a sample of a
-/// drop-tail link the first and the third.
+/// the transmitter's horizon, delay, serialisation cache, timer and the cold pointer in the
+/// second; the waiting bytes, admission and the common counters in the third; the rare
+/// counters in the fourth. A packet's admission and arrival touch the first three; a sample
+/// of a drop-tail link the first and the third.
 #[repr(C, align(64))]
 pub struct LinkDir {
     ring: Ring,
@@ -340,10 +345,10 @@ pub struct LinkDir {
     tx: TxCache,
     timer: Timer,
     id: ComponentId,
+    cold: Box<Cold>,
     waiting_bytes: u64,
     admit: Admit,
     counts: Counts,
-    cold: Box<Cold>,
     rare: RareCounts,
 }
 
@@ -455,7 +460,7 @@ impl LinkDir {
     }
 
     /// Offer a packet of `size` bytes at `now`.
-    #[inline]
+    #[inline(always)]
     pub fn offer(
         &mut self,
         pkt: PacketId,
@@ -502,7 +507,7 @@ impl LinkDir {
 
     /// Admit a packet: draw its wire loss, fix its schedule, and arm the link if it is the
     /// only packet held.
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, pkt: PacketId, size: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
         let prev = self.ring.back().map_or(Instant::ZERO, |s| s.arrive);

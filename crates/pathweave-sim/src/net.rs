@@ -44,6 +44,8 @@ pub struct Net {
     hops: Vec<u32>,
     /// Where each route starts in `hops`; packets are created with their route's index.
     route_start: Vec<u32>,
+    /// The route each position of `hops` belongs to (for the drop counters).
+    hop_route: Vec<u32>,
     /// Conservation counters.
     pub counters: Conservation,
     /// Data packets dropped (queue or wire), per flow.
@@ -62,10 +64,12 @@ impl Net {
     pub fn new(sched: Scheduler, links: Vec<LinkDir>, routes: &[Vec<u32>], flows: usize) -> Net {
         let mut hops = Vec::with_capacity(routes.iter().map(|r| r.len() + 1).sum());
         let mut route_start = Vec::with_capacity(routes.len());
-        for r in routes {
+        let mut hop_route = Vec::with_capacity(hops.capacity());
+        for (k, r) in routes.iter().enumerate() {
             route_start.push(hops.len() as u32);
             hops.extend_from_slice(r);
             hops.push(Self::END);
+            hop_route.resize(hops.len(), k as u32);
         }
         Net {
             now: Instant::ZERO,
@@ -74,17 +78,18 @@ impl Net {
             links,
             hops,
             route_start,
+            hop_route,
             counters: Conservation::default(),
             flow_drops: vec![0; flows],
             route_drops: vec![0; routes.len()],
         }
     }
 
-    /// Create `p` at its flow's first hop.
-    #[inline]
+    /// Create `p` at its flow's first hop (its `hop` names its route until now).
+    #[inline(always)]
     pub fn send(&mut self, mut p: Packet) {
         self.counters.created += 1;
-        p.hop = self.route_start[p.route as usize];
+        p.hop = self.route_start[p.hop as usize];
         let link = self.hops[p.hop as usize] as usize;
         let size = p.size;
         let id = self.pool.alloc(p);
@@ -101,7 +106,7 @@ impl Net {
         }
         if p.kind != PacketKind::Ack {
             self.flow_drops[p.flow as usize] += 1;
-            self.route_drops[p.route as usize] += 1;
+            self.route_drops[self.hop_route[p.hop as usize] as usize] += 1;
         }
         self.pool.free(id);
     }

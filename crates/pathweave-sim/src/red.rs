@@ -153,6 +153,23 @@ pub struct Red {
     count: u64,
     count_bytes: u64,
     old: bool,
+    /// `(1−w_q)^k` for `k < DECAY_POWERS`: the decay after the short idle periods most
+    /// arrivals follow, without a `powi` call each time.
+    decay: [f64; DECAY_POWERS],
+}
+
+/// Powers of `1−w_q` kept by [`Red`].
+const DECAY_POWERS: usize = 64;
+
+/// `(1−w_q)^k` for every `k < DECAY_POWERS`, each by the `powi` the arrival path calls for
+/// larger `k`, so a value taken from the table is the one the call would give, to the bit
+/// (`black_box` keeps the compiler from evaluating the powers any other way).
+fn decay_powers(w_q: f64) -> [f64; DECAY_POWERS] {
+    let mut out = [0.0; DECAY_POWERS];
+    for (k, d) in out.iter_mut().enumerate() {
+        *d = (1.0 - w_q).powi(std::hint::black_box(k as i32));
+    }
+    out
 }
 
 /// ns-2 `calculate_p_new`: the base drop probability for an average queue `avg`.
@@ -201,6 +218,7 @@ impl Red {
             count: 0,
             count_bytes: 0,
             old: false,
+            decay: decay_powers(p.w_q),
         }
     }
 
@@ -217,6 +235,7 @@ impl Red {
     /// Decide for a packet of `size` bytes arriving at `now`, with `q_pkts`/`q_bytes` waiting
     /// (not counting one in transmission) and the link idle since `idle_since` if it is idle.
     /// `uniform` supplies a U(0,1) draw when a random decision is needed.
+    #[inline(always)]
     pub fn on_arrival(
         &mut self,
         now: Instant,
@@ -239,7 +258,11 @@ impl Red {
         let decay = if m == 0 {
             1.0 - self.p.w_q
         } else {
-            (1.0 - self.p.w_q).powi((m + 1).min(i32::MAX as i64) as i32)
+            let k = (m + 1).min(i32::MAX as i64) as i32;
+            match self.decay.get(k as usize) {
+                Some(&d) => d,
+                None => (1.0 - self.p.w_q).powi(k),
+            }
         };
         self.avg = self.avg * decay + self.p.w_q * qlen;
         self.count += 1;
@@ -296,6 +319,17 @@ impl Red {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decay_table_holds_the_powers_powi_gives() {
+        for w_q in [0.002, 3.9992e-4, 0.1, 1.0 / 3.0] {
+            let table = decay_powers(w_q);
+            for (k, &d) in table.iter().enumerate() {
+                let direct = (1.0 - w_q).powi(std::hint::black_box(k as i32));
+                assert_eq!(d.to_bits(), direct.to_bits(), "w_q {w_q}, k {k}");
+            }
+        }
+    }
 
     #[test]
     fn automatic_parameters_follow_ns2_35() {

@@ -230,31 +230,16 @@ impl Simulation {
         self.run_until(self.end);
     }
 
+    #[inline(always)]
     fn dispatch(&mut self, c: ComponentId) {
+        // Most events are a link's: one comparison tells them apart before the kind is decoded.
+        if let Some(l) = c.link_index() {
+            self.on_link(l);
+            return;
+        }
         let i = c.index();
         match c.kind() {
-            Kind::Link => {
-                if !self.net.links[i].fire(self.net.now) {
-                    return;
-                }
-                while let Some(arrival) = self.net.link_arrival(i) {
-                    if let Some((id, d)) = arrival {
-                        let p = *self.net.pool.get(id);
-                        self.net.pool.free(id);
-                        match (&mut self.flows[d.flow as usize], d.kind) {
-                            (Flow::Tcp { snd, .. }, PacketKind::Ack) => {
-                                snd.on_ack(&p, &mut self.net)
-                            }
-                            (Flow::Tcp { rcv, .. }, _) => rcv.on_data(&p, &mut self.net),
-                            (Flow::Cbr { sink, .. }, _) => {
-                                sink.received += 1;
-                                sink.bytes += p.payload as u64;
-                            }
-                        }
-                    }
-                }
-                self.net.links[i].rearm(&mut self.net.sched);
-            }
+            Kind::Link => unreachable!("link events are dispatched above"),
             Kind::Sender => match &mut self.flows[i] {
                 Flow::Tcp { snd, .. } => snd.on_timer(&mut self.net),
                 Flow::Cbr { snd, .. } => snd.on_timer(&mut self.net),
@@ -267,6 +252,30 @@ impl Simulation {
             Kind::Timeline => self.on_timeline(),
             Kind::Sampler => self.on_sample(),
         }
+    }
+
+    /// The event of link direction `l`: hand on every packet that has reached its far end,
+    /// then wait for the next one.
+    #[inline(always)]
+    fn on_link(&mut self, l: usize) {
+        if !self.net.links[l].fire(self.net.now) {
+            return;
+        }
+        while let Some(arrival) = self.net.link_arrival(l) {
+            if let Some((id, d)) = arrival {
+                let p = *self.net.pool.get(id);
+                self.net.pool.free(id);
+                match (&mut self.flows[d.flow as usize], d.kind) {
+                    (Flow::Tcp { snd, .. }, PacketKind::Ack) => snd.on_ack(&p, &mut self.net),
+                    (Flow::Tcp { rcv, .. }, _) => rcv.on_data(&p, &mut self.net),
+                    (Flow::Cbr { sink, .. }, _) => {
+                        sink.received += 1;
+                        sink.bytes += p.payload as u64;
+                    }
+                }
+            }
+        }
+        self.net.links[l].rearm(&mut self.net.sched);
     }
 
     fn on_timeline(&mut self) {

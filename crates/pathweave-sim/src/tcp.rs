@@ -401,6 +401,7 @@ impl TcpSender {
     }
 
     /// Send what the windows allow, new data going to subflows in scheduler order.
+    #[inline(always)]
     fn schedule(&mut self, net: &mut Net) {
         let n = self.subs.len();
         // Subflow-internal work first: retransmissions do not need the scheduler.

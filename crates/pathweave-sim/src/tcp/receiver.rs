@@ -132,6 +132,7 @@ impl TcpReceiver {
     }
 
     /// A data segment arrived.
+    #[inline(always)]
     pub fn on_data(&mut self, p: &Packet, net: &mut Net) {
         self.stats.segments += 1;
         self.stats.bytes += p.payload as u64;
@@ -178,6 +179,7 @@ impl TcpReceiver {
         }
     }
 
+    #[inline(always)]
     fn send_ack(&mut self, i: usize, net: &mut Net) {
         self.stats.acks_sent += 1;
         let rwnd = match self.buffer {

@@ -233,6 +233,7 @@ impl Subflow {
         self.emit(seq, dsn, payload, net);
     }
 
+    #[inline]
     fn send_new(&mut self, dsn: u64, payload: u32, net: &mut Net) {
         let seq = self.snd_max;
         self.segs.push_back(Seg {
@@ -267,6 +268,7 @@ impl Subflow {
 
     /// Send what the window allows, taking at most `max_new` new segments from `data`.
     /// Returns the number of new segments sent.
+    #[inline(always)]
     pub(crate) fn send(
         &mut self,
         net: &mut Net,
