@@ -20,6 +20,11 @@ fn stat(l: &Loaded, s: Stat) -> u64 {
         .map_or(0, |(_, v)| v)
 }
 
+/// Sockets the controllers initialised whose `release` has not run.
+fn unreleased(l: &Loaded) -> u64 {
+    stat(l, Stat::Init) - stat(l, Stat::Release)
+}
+
 /// Entries left once every socket the controllers initialised has been released, or after
 /// `secs` seconds, whichever is first. Now and then `release` runs minutes after a transfer
 /// ended (100–180 s was seen), or not at all: in one run 45 join subflows, registered in
@@ -29,7 +34,7 @@ fn stat(l: &Loaded, s: Stat) -> u64 {
 fn drain(l: &Loaded, secs: u64, bed: &Bed) -> usize {
     for _ in 0..secs * 10 {
         let n = l.connections().unwrap().len();
-        if n == 0 || stat(l, Stat::Init) == stat(l, Stat::Release) {
+        if n == 0 || unreleased(l) == 0 {
             // Let a release that has counted itself finish its delete.
             std::thread::sleep(Duration::from_millis(100));
             return l.connections().unwrap().len();
@@ -37,7 +42,7 @@ fn drain(l: &Loaded, secs: u64, bed: &Bed) -> usize {
         std::thread::sleep(Duration::from_millis(100));
     }
     let left = l.connections().unwrap().len();
-    let alive = stat(l, Stat::Init) - stat(l, Stat::Release);
+    let alive = unreleased(l);
     println!("after {secs} s: {left} entries, {alive} initialised sockets not yet released");
     println!("{}", bed.sockets());
     println!(
@@ -59,7 +64,7 @@ fn tcp_sockets_allocated() -> Option<u64> {
 /// How many of the subflows whose `release` has not run no longer exist: more initialised
 /// than released, yet fewer TCP sockets on the whole machine than that. Printed as a miss.
 fn freed_without_release(l: &Loaded, what: &str) -> u64 {
-    let alive = stat(l, Stat::Init) - stat(l, Stat::Release);
+    let alive = unreleased(l);
     let allocated = tcp_sockets_allocated().unwrap_or(u64::MAX);
     let freed = alive.saturating_sub(allocated);
     if freed > 0 {
@@ -75,7 +80,7 @@ fn freed_without_release(l: &Loaded, what: &str) -> u64 {
 /// not run; with every `release` run the map is empty and the counters balance.
 fn judge(l: &Loaded, left: usize, what: &str) {
     freed_without_release(l, what);
-    let alive = stat(l, Stat::Init) - stat(l, Stat::Release);
+    let alive = unreleased(l);
     let held = stat(l, Stat::Registered) - stat(l, Stat::Unregistered);
     if left != 0 || held != 0 {
         println!("{what}: counters {:?}", l.stats().unwrap());
