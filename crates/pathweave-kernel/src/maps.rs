@@ -40,11 +40,12 @@ pub enum Stat {
     ListenerConn,
     Rekeyed,
     Reinit,
+    InitClosed,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 18] = [
+    pub const ALL: [Stat; 19] = [
         Stat::Init,
         Stat::Release,
         Stat::Registered,
@@ -63,6 +64,7 @@ impl Stat {
         Stat::ListenerConn,
         Stat::Rekeyed,
         Stat::Reinit,
+        Stat::InitClosed,
     ];
 
     /// The name `status` prints.
@@ -86,6 +88,7 @@ impl Stat {
             Stat::ListenerConn => "callbacks while the connection was still the listener",
             Stat::Rekeyed => "subflows moved to another connection",
             Stat::Reinit => "init of a still registered socket",
+            Stat::InitClosed => "init of a socket already closed (not registered)",
         }
     }
 }

@@ -24,6 +24,7 @@ char _license[] SEC("license") = "Dual MIT/GPL";
 
 #define TCP_CONG_NON_RESTRICTED 0x1
 #define PW_TCP_ESTABLISHED 1
+#define PW_TCP_CLOSE 7
 #define PW_TCP_CLOSE_WAIT 8
 
 /* pw_ca.flags */
@@ -466,6 +467,18 @@ static __always_inline void pw_init(struct sock *sk, __u32 algo)
 	ca->acked_pending = 0;
 	ca->losses_pending = 0;
 	pw_count(PW_STAT_INIT);
+	/*
+	 * An active join subflow can be reset while its handshake completes (MPTCP validates
+	 * the join in sk_rx_dst_set, before tcp_finish_connect initialises the controller);
+	 * if its connection has gone, the reset destroys the socket there and then, with the
+	 * controller not yet initialised, so no release will ever follow this init. A closed
+	 * socket sends nothing: it stays out of the coupled state.
+	 */
+	if (sk->__sk_common.skc_state == PW_TCP_CLOSE) {
+		ca->flags = PW_CA_PLAIN;
+		pw_count(PW_STAT_INIT_CLOSED);
+		return;
+	}
 	pw_register(sk, ca, algo);
 }
 
@@ -488,7 +501,7 @@ static __always_inline __u32 pw_ssthresh(struct sock *sk, __u32 algo)
 	__u64 ss = pw_reno_ssthresh(cwnd), total = 0;
 	__u32 i;
 
-		ca->losses_pending++;
+	ca->losses_pending++;
 	if (!pw_sync(sk, ca, &v, algo == PW_ALGO_COUPLED) || !pw_coupled_view(&v))
 		return (__u32)ss;
 	if (algo == PW_ALGO_BALIA) {
@@ -605,7 +618,7 @@ static __always_inline void pw_set_state(struct sock *sk, __u8 new_state, __u32 
 	struct pw_ca *ca = pw_ca(sk);
 	struct pw_view v;
 
-		if (algo == PW_ALGO_OLIA &&
+	if (algo == PW_ALGO_OLIA &&
 	    (new_state == TCP_CA_Loss || new_state == TCP_CA_Recovery ||
 	     new_state == TCP_CA_CWR) &&
 	    ca->loss3 != ca->loss2 && !inet_csk(sk)->icsk_retransmits) {
@@ -629,7 +642,7 @@ static __always_inline void pw_cwnd_event(struct sock *sk, enum tcp_ca_event ev,
 
 	if (ev != CA_EVENT_LOSS && ev != CA_EVENT_COMPLETE_CWR)
 		return;
-		if (!pw_sync(sk, ca, &v, 0) || !pw_coupled_view(&v))
+	if (!pw_sync(sk, ca, &v, 0) || !pw_coupled_view(&v))
 		return;
 	if (algo == PW_ALGO_LIA && ev == CA_EVENT_LOSS) {
 		alpha = pw_lia_alpha(&v.s, v.n, &best);

@@ -14,7 +14,7 @@
 #ifndef PW_INTF_H
 #define PW_INTF_H
 
-#define PW_VERSION 3
+#define PW_VERSION 4
 
 /* Algorithm ids, stored in each connection entry. */
 #define PW_ALGO_LIA 1
@@ -81,6 +81,7 @@ enum pw_stat {
 	PW_STAT_LISTENER_CONN,    /* callbacks while the subflow's connection was a listener */
 	PW_STAT_REKEYED,          /* subflows whose connection changed after they registered */
 	PW_STAT_REINIT,           /* init of a socket still registered (no release between) */
+	PW_STAT_INIT_CLOSED,      /* init of a socket already closed: never registered */
 	PW_STAT_COUNT
 };
 

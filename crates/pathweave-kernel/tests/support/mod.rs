@@ -215,35 +215,29 @@ impl Bed {
 
     /// Announces path k's client address as a subflow endpoint (id k).
     pub(crate) fn add_endpoint(&self, k: usize) {
-        let addr = format!("198.18.{k}.2");
-        let dev = format!("{}{k}c", &self.client_ns[..self.client_ns.len() - 2]);
-        run(&[
-            "ip",
-            "-n",
-            &self.client_ns,
-            "mptcp",
-            "endpoint",
-            "add",
-            &addr,
-            "dev",
-            &dev,
-            "id",
-            &k.to_string(),
-            "subflow",
-        ]);
+        Bed::endpoint(&self.client_ns, k, true);
     }
 
     /// Withdraws path k's endpoint: its subflows close.
     pub(crate) fn remove_endpoint(&self, k: usize) {
+        Bed::endpoint(&self.client_ns, k, false);
+    }
+
+    /// Adds (announcing its address as a subflow endpoint, id k) or deletes path k's
+    /// endpoint in the client namespace `client_ns`.
+    pub(crate) fn endpoint(client_ns: &str, k: usize, add: bool) {
+        let id = k.to_string();
+        if !add {
+            run(&[
+                "ip", "-n", client_ns, "mptcp", "endpoint", "delete", "id", &id,
+            ]);
+            return;
+        }
+        let addr = format!("198.18.{k}.2");
+        let dev = format!("{}{k}c", &client_ns[..client_ns.len() - 2]);
         run(&[
-            "ip",
-            "-n",
-            &self.client_ns,
-            "mptcp",
-            "endpoint",
-            "delete",
-            "id",
-            &k.to_string(),
+            "ip", "-n", client_ns, "mptcp", "endpoint", "add", &addr, "dev", &dev, "id", &id,
+            "subflow",
         ]);
     }
 
