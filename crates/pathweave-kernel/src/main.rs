@@ -194,8 +194,14 @@ mod commands {
                     },
                 );
             }
+            let width = s
+                .stats
+                .iter()
+                .map(|(k, _)| k.name().len())
+                .max()
+                .unwrap_or(0);
             for (k, v) in &s.stats {
-                println!("    {:<52} {v}", k.name());
+                println!("    {:<width$} {v}", k.name());
             }
         }
         Ok(())
