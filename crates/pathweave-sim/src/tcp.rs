@@ -158,6 +158,9 @@ pub struct TcpConfig {
     /// Limited transmit (RFC 3042): each of the first two duplicate ACKs outside recovery
     /// lets one new segment out beyond the window.
     pub limited_transmit: bool,
+    /// Proportional rate reduction (RFC 6937) during SACK recovery: how much is sent on each
+    /// ACK is the delivered data scaled to the reduction, not `cwnd − pipe`.
+    pub prr: bool,
     /// Connection-level receive buffer in segments, `None` for unlimited.
     pub receive_buffer: Option<u32>,
     /// Multipath scheduler.

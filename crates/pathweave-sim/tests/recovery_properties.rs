@@ -1,7 +1,7 @@
 //! Loss recovery under random loss: Reno against NewReno on windows with several losses, and,
-//! for every recovery algorithm, a sized transfer that delivers exactly its bytes (nothing
-//! lost, nothing twice to the application) with packets conserved (checked by `run`) and the
-//! same run from the same seed.
+//! for every recovery algorithm (SACK with and without proportional rate reduction), a sized
+//! transfer that delivers exactly its bytes (nothing lost, nothing twice to the application)
+//! with packets conserved (checked by `run`) and the same run from the same seed.
 
 mod common;
 use common::*;
@@ -17,11 +17,17 @@ fn transfer(
     size_kb: u32,
 ) -> String {
     let reverse_loss = if ack_loss { loss } else { 0.0 };
+    // "sack-prr": SACK recovery with proportional rate reduction (RFC 6937).
+    let (recovery, prr) = match recovery.strip_suffix("-prr") {
+        Some(r) => (r, true),
+        None => (recovery, false),
+    };
     format!(
         r#"
 duration = "120s"
 [tcp]
 recovery = "{recovery}"
+prr = {prr}
 [[link]]
 name = "l"
 rate = "{rate_mbps}Mbps"
@@ -72,7 +78,7 @@ proptest! {
 
     #[test]
     fn every_recovery_delivers_a_transfer_exactly_once(
-        recovery in prop::sample::select(vec!["reno", "newreno", "sack"]),
+        recovery in prop::sample::select(vec!["reno", "newreno", "sack", "sack-prr"]),
         loss in 0.0f64..0.05,
         rate_mbps in 1u32..20,
         buffer in 5u32..100,

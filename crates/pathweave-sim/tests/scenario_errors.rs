@@ -87,6 +87,16 @@ fn each_mistake_names_its_field_and_value() {
             &["flow[0].limited_transmit", "yes", "true or false"],
         ),
         (
+            "path = [\"l\"]",
+            "path = [\"l\"]\nprr = true",
+            &["flow[0].prr", "needs recovery = \"sack\""],
+        ),
+        (
+            "path = [\"l\"]",
+            "path = [\"l\"]\nprr = 1",
+            &["flow[0].prr", "true or false"],
+        ),
+        (
             "name = \"f\"",
             "name = \"f\"\nalgorithm = \"cubicx\"",
             &["flow[0].algorithm", "cubicx", "reno"],
@@ -599,6 +609,7 @@ fn contradictions_are_refused() {
         ("initial_window", "4"),
         ("delayed_ack", "true"),
         ("limited_transmit", "true"),
+        ("prr", "false"),
         ("ack_size", "\"40B\""),
         ("receive_buffer", "\"1MB\""),
         ("scheduler", "\"roundrobin\""),

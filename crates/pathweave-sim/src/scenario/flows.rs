@@ -59,6 +59,8 @@ pub struct TcpSettings {
     pub scheduler: SchedulerKind,
     /// Limited transmit (RFC 3042).
     pub limited_transmit: bool,
+    /// Proportional rate reduction (RFC 6937) in SACK recovery.
+    pub prr: bool,
 }
 
 impl TcpSettings {
@@ -77,6 +79,7 @@ impl TcpSettings {
             recovery: self.recovery,
             dupthresh: 3,
             limited_transmit: self.limited_transmit,
+            prr: self.prr,
             receive_buffer: self
                 .receive_buffer
                 .map(|b| b.div_ceil(self.mss as u64).clamp(1, u32::MAX as u64 - 1) as u32),
@@ -102,6 +105,7 @@ impl Default for TcpSettings {
             receive_buffer: None,
             scheduler: SchedulerKind::MinRtt,
             limited_transmit: false,
+            prr: false,
         }
     }
 }
@@ -203,6 +207,25 @@ impl Reader<'_> {
                 "sack" => Recovery::Sack,
                 _ => return Err(self.invalid(&f, v, "allowed: \"reno\", \"newreno\", \"sack\"")),
             };
+        }
+        if let Some(v) = t.get("prr") {
+            s.prr = self.boolean(&join(path, "prr"), v)?;
+        }
+        // PRR replaces RFC 6675's `cwnd − pipe` rule; the other recoveries have none.
+        if s.prr && s.recovery != Recovery::Sack {
+            let key = if t.contains_key("prr") {
+                "prr"
+            } else {
+                "recovery"
+            };
+            let f = join(path, key);
+            let v = t.get(key).cloned().unwrap_or(Value::Boolean(true));
+            return Err(self.invalid(
+                &f,
+                &v,
+                "prr = true needs recovery = \"sack\" (proportional rate reduction works on \
+                 the SACK scoreboard's pipe)",
+            ));
         }
         // The receive buffer is kept in segments of mss, a u32; either key may be the one
         // written here (the other may come from [tcp]).
@@ -630,4 +653,5 @@ pub const TCP_KEYS: &[&str] = &[
     "delayed_ack",
     "recovery",
     "limited_transmit",
+    "prr",
 ];

@@ -1,7 +1,8 @@
 //! One subflow's sender: its sequence space and scoreboard, loss detection and recovery
 //! (Reno, RFC 5681; NewReno, RFC 6582; or SACK, RFC 6675) and its retransmission timer
-//! (RFC 6298, with exponential backoff and Karn's rule). The window comes from the connection's
-//! controller, new data from the connection's data sequence.
+//! (RFC 6298, with exponential backoff and Karn's rule), with proportional rate reduction
+//! (RFC 6937) in SACK recovery if asked. The window comes from the connection's controller,
+//! new data from the connection's data sequence.
 //!
 //! Invariants: `snd_una ≤ snd_nxt ≤ snd_max`; `segs` holds exactly the segments
 //! `snd_una..snd_max`; the controller hears of each recovery episode once, at its start and at
@@ -79,6 +80,16 @@ pub struct Subflow {
     inflation: u64,
     partial_seen: bool,
     high_sacked: u64,
+    /// Segments deemed lost by the last scoreboard update.
+    lost_segs: u64,
+    /// PRR (RFC 6937), in segments: the flight size when recovery began (RecoverFS), data
+    /// delivered and sent since, and what the last ACK allows to be sent.
+    prr_recover_fs: u64,
+    prr_delivered: u64,
+    prr_out: u64,
+    prr_allow: u64,
+    /// Segments the ACK being processed newly SACKed.
+    newly_sacked: u64,
     rto_at: Option<Instant>,
     rto_seq: Option<u64>,
     last_integrated: Instant,
@@ -106,6 +117,12 @@ impl Subflow {
             inflation: 0,
             partial_seen: false,
             high_sacked: 0,
+            lost_segs: 0,
+            prr_recover_fs: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            prr_allow: 0,
+            newly_sacked: 0,
             rto_at: None,
             rto_seq: None,
             last_integrated: plan.join,
@@ -332,9 +349,19 @@ impl Subflow {
     ) -> usize {
         let mut pipe = self.update_scoreboard();
         let cwnd_segs = cc.window(self.pid()) / self.mss();
+        let prr = self.cfg.prr;
         let mut cursor = 0usize;
         let mut sent_new = 0;
-        while cwnd_segs > pipe {
+        // RFC 6675 §5 sends while cwnd − pipe ≥ 1 SMSS; PRR sends what the last ACK allowed.
+        while if prr {
+            self.prr_allow > 0
+        } else {
+            cwnd_segs > pipe
+        } {
+            if prr {
+                self.prr_allow -= 1;
+                self.prr_out += 1;
+            }
             // (1) the lowest segment deemed lost and not yet retransmitted in this recovery.
             while cursor < self.segs.len() {
                 let s = &self.segs[cursor];
@@ -371,7 +398,14 @@ impl Subflow {
                     self.transmit(self.snd_una + i as u64, net);
                     pipe += 1;
                 }
-                None => break,
+                None => {
+                    if prr {
+                        // Nothing went out: the allowance stays for a later call.
+                        self.prr_allow += 1;
+                        self.prr_out -= 1;
+                    }
+                    break;
+                }
             }
         }
         sent_new
@@ -382,6 +416,7 @@ impl Subflow {
         let thresh = self.cfg.dupthresh as u64;
         let mut above = 0u64;
         let mut pipe = 0u64;
+        let mut lost = 0u64;
         for s in self.segs.iter_mut().rev() {
             if s.sacked {
                 above += 1;
@@ -390,12 +425,42 @@ impl Subflow {
             s.lost = above >= thresh;
             if !s.lost {
                 pipe += 1;
+            } else {
+                lost += 1;
             }
             if s.rec_retx {
                 pipe += 1;
             }
         }
+        self.lost_segs = lost;
         pipe
+    }
+
+    /// What this ACK lets the subflow send under PRR ([`prr_sndcnt`]), from the data it
+    /// reports delivered (`delivered` segments, cumulatively acknowledged or newly SACKed).
+    fn prr_step(&mut self, delivered: u64, una_advanced: bool, cc: &Cc) {
+        let lost_before = self.lost_segs;
+        self.prr_delivered += delivered;
+        let pipe = self.update_scoreboard();
+        // A safe ACK advances snd_una and shows no further loss.
+        let safe = una_advanced && self.lost_segs <= lost_before;
+        let sndcnt = prr_sndcnt(
+            Prr {
+                recover_fs: self.prr_recover_fs,
+                delivered: self.prr_delivered,
+                out: self.prr_out,
+            },
+            cc.window(self.pid()) / self.mss(),
+            pipe,
+            delivered,
+            safe,
+        );
+        // The fast retransmit goes out whatever the arithmetic says.
+        self.prr_allow = if self.prr_out == 0 {
+            sndcnt.max(1)
+        } else {
+            sndcnt
+        };
     }
 
     fn enter_recovery(
@@ -432,6 +497,15 @@ impl Subflow {
                 }
                 // RFC 6675 §5 step 4.3: the first segment presumed lost goes out at once.
                 self.update_scoreboard();
+                if self.cfg.prr {
+                    // RFC 6937 §3, on entering recovery; this ACK's SACKs count as delivered.
+                    self.prr_recover_fs = self.snd_max - self.snd_una;
+                    self.prr_delivered = 0;
+                    self.prr_out = 0;
+                    self.prr_step(self.newly_sacked, false, cc);
+                    self.prr_allow -= 1;
+                    self.prr_out += 1;
+                }
                 if let Some(s) = self.segs.front_mut() {
                     s.lost = true;
                     s.rec_retx = true;
@@ -443,11 +517,14 @@ impl Subflow {
     }
 
     fn apply_sack(&mut self, p: &Packet) {
+        self.newly_sacked = 0;
         for (s, e) in p.sack_blocks() {
             let lo = s.max(self.snd_una);
             let hi = e.min(self.snd_max);
             for seq in lo..hi {
-                self.segs[(seq - self.snd_una) as usize].sacked = true;
+                let seg = &mut self.segs[(seq - self.snd_una) as usize];
+                self.newly_sacked += u64::from(!seg.sacked);
+                seg.sacked = true;
             }
             if hi > lo {
                 self.high_sacked = self.high_sacked.max(hi);
@@ -481,6 +558,13 @@ impl Subflow {
                 self.rtt.on_sample(r);
                 self.srtt_s = self.rtt.srtt().map(Duration::as_secs_f64);
             }
+            // PRR counts what this ACK delivered: the newly SACKed and, of the segments it
+            // acknowledges cumulatively, those not SACKed before.
+            let unsacked = if self.in_recovery && self.cfg.prr {
+                self.segs.iter().take(newly).filter(|s| !s.sacked).count() as u64
+            } else {
+                0
+            };
             let mut bytes = 0u64;
             for _ in 0..newly {
                 if let Some(s) = self.segs.pop_front() {
@@ -522,6 +606,9 @@ impl Subflow {
                     }
                 } else {
                     self.rto_at = Some(now + self.rtt.rto());
+                    if self.cfg.prr {
+                        self.prr_step(unsacked + self.newly_sacked, true, cc);
+                    }
                 }
             } else {
                 // RFC 6298 (5.3): new data acknowledged restarts the timer.
@@ -535,6 +622,8 @@ impl Subflow {
             if self.in_recovery {
                 if self.cfg.recovery != Recovery::Sack {
                     self.inflation += self.mss();
+                } else if self.cfg.prr {
+                    self.prr_step(self.newly_sacked, false, cc);
                 }
             } else {
                 let lost_head = self.cfg.recovery == Recovery::Sack && {
@@ -588,5 +677,89 @@ impl Subflow {
         self.transmit(self.snd_una, net);
         self.rto_at = Some(now + self.rtt.rto()); // (5.5)–(5.6)
         let _ = data;
+    }
+}
+
+/// PRR's state in one recovery, in segments.
+#[derive(Clone, Copy, Debug)]
+struct Prr {
+    /// The flight size when recovery began.
+    recover_fs: u64,
+    /// Data delivered to the receiver since (this ACK's included).
+    delivered: u64,
+    /// Data sent since.
+    out: u64,
+}
+
+/// Segments an ACK lets out in proportional rate reduction (RFC 6937 §3), given `ssthresh`,
+/// the `pipe` after the ACK and the `delivered` data it reported. While pipe is above
+/// ssthresh, sending follows the delivered data scaled by ssthresh / RecoverFS, so the flight
+/// comes down to ssthresh evenly over the recovery; at or below ssthresh (the slow-start
+/// reduction bound, PRR-SSRB) it may climb back towards ssthresh by at most the data
+/// delivered, plus one segment on a safe ACK — the rule of RFC 6937's revision
+/// (draft-ietf-tcpm-prr-rfc6937bis), which Linux's `tcp_cwnd_reduction` also follows.
+fn prr_sndcnt(prr: Prr, ssthresh: u64, pipe: u64, delivered: u64, safe: bool) -> u64 {
+    if pipe > ssthresh {
+        (prr.delivered * ssthresh)
+            .div_ceil(prr.recover_fs.max(1))
+            .saturating_sub(prr.out)
+    } else {
+        let limit = prr.delivered.saturating_sub(prr.out).max(delivered) + u64::from(safe);
+        limit.min(ssthresh - pipe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{prr_sndcnt, Prr};
+
+    /// A window of 20 segments, the first lost, ssthresh 10 (RFC 6937's setting: Reno halving
+    /// after one loss). Each duplicate ACK delivers one segment. While the flight is above
+    /// ssthresh PRR sends ssthresh/RecoverFS = one segment for every two delivered (the fast
+    /// retransmit on the first), and the recovery ends with exactly ssthresh segments sent and
+    /// in flight; RFC 6675 instead sends nothing until the flight falls to cwnd.
+    #[test]
+    fn one_loss_sends_one_segment_per_two_acks() {
+        let (fs, ssthresh) = (20, 10);
+        let mut out = 0;
+        let mut pipe: u64 = 19; // the lost segment has left the pipe
+        for k in 1..=19 {
+            pipe -= 1; // one more segment delivered
+            let above = pipe > ssthresh;
+            let prr = Prr {
+                recover_fs: fs,
+                delivered: k,
+                out,
+            };
+            let mut n = prr_sndcnt(prr, ssthresh, pipe, 1, false);
+            if out == 0 {
+                n = n.max(1);
+            }
+            out += n;
+            pipe += n;
+            if above {
+                assert!(n <= 1, "ACK {k}: {n} segments at once");
+                assert_eq!(out, k.div_ceil(2), "ACK {k}: sent so far");
+            }
+        }
+        assert_eq!(out, ssthresh, "ssthresh segments sent over the recovery");
+        assert_eq!(pipe, ssthresh, "the flight ends at ssthresh");
+    }
+
+    /// Below ssthresh PRR-SSRB grows the flight back by at most what was delivered (one
+    /// more on a safe ACK), and never past ssthresh.
+    #[test]
+    fn below_ssthresh_the_flight_grows_back_by_the_delivered_data() {
+        let prr = Prr {
+            recover_fs: 20,
+            delivered: 12,
+            out: 10,
+        };
+        // pipe 4, ssthresh 10: room for 6; max(12 − 10, 3) = 3 delivered, +1 if safe.
+        assert_eq!(prr_sndcnt(prr, 10, 4, 3, false), 3);
+        assert_eq!(prr_sndcnt(prr, 10, 4, 3, true), 4);
+        // Little room left: ssthresh − pipe bounds it.
+        assert_eq!(prr_sndcnt(prr, 10, 9, 3, true), 1);
+        assert_eq!(prr_sndcnt(prr, 10, 10, 3, true), 0);
     }
 }
