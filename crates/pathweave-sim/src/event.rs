@@ -148,6 +148,8 @@ struct Wheel {
     pos: usize,
     /// The absolute number (time >> BUCKET_SHIFT) of the current bucket.
     cur_abs: u64,
+    /// The first absolute bucket number beyond the wheel: that of coarse number `cur_c + 2`.
+    wheel_end: u64,
     /// Coarse bucket `c % COARSE` for coarse numbers `c` in `cur_c + 2 .. cur_c + 2 + COARSE`.
     coarse: Vec<Vec<Entry>>,
     /// Bit `c % COARSE` is set iff that coarse bucket is non-empty.
@@ -166,6 +168,7 @@ impl Default for Wheel {
             current: Vec::new(),
             pos: 0,
             cur_abs: 0,
+            wheel_end: 2 << COARSE_BITS,
             coarse: (0..COARSE).map(|_| Vec::new()).collect(),
             coarse_bits: 0,
             overflow: BinaryHeap::new(),
@@ -180,7 +183,7 @@ impl Wheel {
         let abs = e.time >> BUCKET_SHIFT;
         if abs <= self.cur_abs {
             self.push_current(e);
-        } else if abs >> COARSE_BITS <= (self.cur_abs >> COARSE_BITS) + 1 {
+        } else if abs < self.wheel_end {
             self.file(abs, e);
         } else {
             self.push_later(e);
@@ -338,6 +341,7 @@ impl Wheel {
         self.cur_abs = abs;
         // Usually the wheel stays within its coarse bucket: nothing to move.
         if abs >> COARSE_BITS != old_c {
+            self.wheel_end = ((abs >> COARSE_BITS) + 2) << COARSE_BITS;
             self.enter_coarse(old_c, abs >> COARSE_BITS);
         }
     }
