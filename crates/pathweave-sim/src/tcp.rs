@@ -87,8 +87,12 @@ impl Control {
 
     #[inline]
     pub(crate) fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) {
-        self.cc.on_ack(p, ack, paths);
-        self.refresh();
+        let w = self.cc.on_ack_window(p, ack, paths).0;
+        // With one path the returned window is the only one that can have moved.
+        match &mut self.windows[..] {
+            [only] => *only = (w, w as f64),
+            _ => self.refresh(),
+        }
     }
 
     pub(crate) fn on_congestion_event(
