@@ -243,6 +243,17 @@ impl DataSource {
         }
     }
 
+    /// Payload bytes of data segments `from..to`: every one carries `mss` except the last of
+    /// a sized transfer.
+    #[inline]
+    fn payload_between(&self, from: u64, to: u64) -> u64 {
+        let full = (to - from) * self.mss as u64;
+        match self.total {
+            Some(n) if from < n && n <= to => full - self.mss as u64 + self.last_payload as u64,
+            _ => full,
+        }
+    }
+
     /// The next DSN for a subflow with window space, if any may be sent.
     #[inline(never)]
     pub(crate) fn take(&mut self) -> Option<u64> {
@@ -456,9 +467,7 @@ impl TcpSender {
         // Data level: the cumulative data ACK and the receive window.
         let data_ack = p.data_ack();
         if data_ack > self.data.data_una {
-            let bytes: u64 = (self.data.data_una..data_ack)
-                .map(|d| self.data.payload(d) as u64)
-                .sum();
+            let bytes = self.data.payload_between(self.data.data_una, data_ack);
             self.stats.bytes_acked += bytes;
             self.data.data_una = data_ack;
         }
