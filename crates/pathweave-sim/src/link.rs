@@ -102,6 +102,8 @@ pub struct LinkDirSpec {
 struct Slot {
     pkt: PacketId,
     size: u32,
+    /// The caller's tag for the packet (the network's hop position), handed back on arrival.
+    hop: u32,
     start: Instant,
     end: Instant,
     arrive: Instant,
@@ -242,6 +244,19 @@ impl LinkStats {
     pub fn congestive_drops(&self) -> u64 {
         self.drops_overflow + self.drops_early + self.drops_forced
     }
+}
+
+/// A packet that reached the far end of a link direction, see [`LinkDir::pop_arrived`].
+#[derive(Clone, Copy, Debug)]
+pub struct Arrived {
+    /// The packet.
+    pub pkt: PacketId,
+    /// Its size, as offered.
+    pub size: u32,
+    /// The tag it was offered with.
+    pub hop: u32,
+    /// Lost on the wire: the caller frees it.
+    pub lost: bool,
 }
 
 /// What became of a packet offered to a link.
@@ -459,12 +474,15 @@ impl LinkDir {
         self.cold.rate
     }
 
-    /// Offer a packet of `size` bytes at `now`.
+    /// Offer a packet of `size` bytes at `now`; `hop` is handed back with it on arrival (the
+    /// network passes the packet's position in its hop table, so that moving a packet on
+    /// does not touch the packet).
     #[inline(always)]
     pub fn offer(
         &mut self,
         pkt: PacketId,
         size: u32,
+        hop: u32,
         now: Instant,
         sched: &mut Scheduler,
     ) -> Offer {
@@ -477,7 +495,7 @@ impl LinkDir {
         };
         match verdict {
             Verdict::Enqueue => {
-                self.enqueue(pkt, size, now, sched);
+                self.enqueue(pkt, size, hop, now, sched);
                 return Offer::Accepted;
             }
             Verdict::EarlyDrop => self.rare.drops_early += 1,
@@ -508,7 +526,7 @@ impl LinkDir {
     /// Admit a packet: draw its wire loss, fix its schedule, and arm the link if it is the
     /// only packet held.
     #[inline(always)]
-    fn enqueue(&mut self, pkt: PacketId, size: u32, now: Instant, sched: &mut Scheduler) {
+    fn enqueue(&mut self, pkt: PacketId, size: u32, hop: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
         let prev = self.ring.back().map_or(Instant::ZERO, |s| s.arrive);
         let (start, end, arrive) = self.plan(size, now.max(self.busy_until), prev);
@@ -518,6 +536,7 @@ impl LinkDir {
         self.ring.push_back(Slot {
             pkt,
             size,
+            hop,
             start,
             end,
             arrive,
@@ -628,10 +647,10 @@ impl LinkDir {
         self.timer.fire(now)
     }
 
-    /// Take the next packet that has reached the far end by `now`; `Err` carries a packet lost
-    /// on the wire, which the caller frees.
+    /// Take the next packet that has reached the far end by `now` (or was lost on the wire on
+    /// its way there, which the caller frees).
     #[inline(always)]
-    pub fn pop_arrived(&mut self, now: Instant) -> Option<Result<PacketId, PacketId>> {
+    pub fn pop_arrived(&mut self, now: Instant) -> Option<Arrived> {
         if self.ring.front()?.arrive > now {
             return None;
         }
@@ -647,10 +666,13 @@ impl LinkDir {
         if s.lost {
             self.counts.drops_wire += 1;
             self.rare.wire_bytes += s.size as u64;
-            Some(Err(s.pkt))
-        } else {
-            Some(Ok(s.pkt))
         }
+        Some(Arrived {
+            pkt: s.pkt,
+            size: s.size,
+            hop: s.hop,
+            lost: s.lost,
+        })
     }
 
     /// After popping, schedule the next head arrival.

@@ -29,8 +29,8 @@ pub struct Packet {
     /// The flow (connection) it belongs to.
     pub flow: u32,
     /// Before it is sent: the route it follows (an index into the network's routes, see
-    /// [`Packet::new`]). Inside the network: its current hop, as a position in the network's
-    /// hop table, which also tells its route.
+    /// [`Packet::new`]). Once sent: its first hop, as a position in the network's hop table,
+    /// which also tells its route (the link directions carry its current position).
     pub hop: u32,
     /// Size on the wire in bytes (payload plus headers).
     pub size: u32,

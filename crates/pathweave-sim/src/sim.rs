@@ -262,10 +262,10 @@ impl Simulation {
             return;
         }
         while let Some(arrival) = self.net.link_arrival(l) {
-            if let Some((id, d)) = arrival {
+            if let Some(id) = arrival {
                 let p = *self.net.pool.get(id);
                 self.net.pool.free(id);
-                match (&mut self.flows[d.flow as usize], d.kind) {
+                match (&mut self.flows[p.flow as usize], p.kind) {
                     (Flow::Tcp { snd, .. }, PacketKind::Ack) => snd.on_ack(&p, &mut self.net),
                     (Flow::Tcp { rcv, .. }, _) => rcv.on_data(&p, &mut self.net),
                     (Flow::Cbr { sink, .. }, _) => {
