@@ -115,11 +115,16 @@ impl Net {
     }
 
     /// Handle the live event of link `l`: move one arrived packet on, or hand it back when it
-    /// has reached its destination (the caller frees it). Returns `None` when no packet is
-    /// due. Moving a packet on reads only the link's record of it, not the packet.
+    /// has reached its destination (the caller frees it). Returns `None`, with the link
+    /// re-armed for its next arrival, when no packet is due. Moving a packet on reads only
+    /// the link's record of it, not the packet.
     #[inline]
     pub fn link_arrival(&mut self, l: usize) -> Option<Option<PacketId>> {
-        let a = self.links[l].pop_arrived(self.now)?;
+        let link = &mut self.links[l];
+        let Some(a) = link.pop_arrived(self.now) else {
+            link.rearm(&mut self.sched);
+            return None;
+        };
         if a.lost {
             self.drop_packet(a.pkt, a.hop, true);
             return Some(None);

@@ -275,7 +275,6 @@ impl Simulation {
                 }
             }
         }
-        self.net.links[l].rearm(&mut self.net.sched);
     }
 
     fn on_timeline(&mut self) {
