@@ -277,6 +277,9 @@ impl Simulation {
         }
     }
 
+    // Rare (link changes, samples): out of line, so that the event loop keeps no registers
+    // or constants for them.
+    #[inline(never)]
     fn on_timeline(&mut self) {
         let now = self.net.now;
         if !self.timeline_timer.fire(now) {
@@ -296,6 +299,7 @@ impl Simulation {
         }
     }
 
+    #[inline(never)]
     fn on_sample(&mut self) {
         let now = self.net.now;
         if !self.sampler_timer.fire(now) {
