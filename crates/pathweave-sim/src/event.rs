@@ -108,6 +108,8 @@ const WHEEL: u64 = 1 << WHEEL_BITS;
 const WORDS: usize = (WHEEL / 64) as usize;
 /// log2 of the number of wheel buckets per coarse bucket: half the wheel, 537 ms.
 const COARSE_BITS: u32 = WHEEL_BITS - 1;
+/// Entries each wheel bucket has room for from the start (a bucket keeps what it grows to).
+const BUCKET_CAPACITY: usize = 16;
 /// Coarse buckets in the ring (one bitmap word).
 const COARSE: u64 = 64;
 
@@ -169,7 +171,11 @@ struct Wheel {
 impl Default for Wheel {
     fn default() -> Self {
         Wheel {
-            buckets: (0..WHEEL).map(|_| Vec::new()).collect(),
+            // Room for a typical bucket from the start: each bucket would otherwise grow
+            // (and reallocate) a few times while the run warms up.
+            buckets: (0..WHEEL)
+                .map(|_| Vec::with_capacity(BUCKET_CAPACITY))
+                .collect(),
             words: [0; WORDS],
             summary: 0,
             current: Vec::new(),
