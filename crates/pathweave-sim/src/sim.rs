@@ -489,7 +489,11 @@ impl Simulation {
     /// As [`Simulation::results`], moving the time series out instead of copying them, so
     /// the end of a long run does not briefly need twice their memory.
     pub fn into_results(mut self) -> Results {
-        let series = self.take_series();
+        let series = SeriesChunk {
+            flows: std::mem::take(&mut self.flow_series),
+            subflows: std::mem::take(&mut self.subflow_series),
+            links: std::mem::take(&mut self.link_series),
+        };
         self.build_results(series)
     }
 
@@ -497,10 +501,11 @@ impl Simulation {
     /// results hold only rows sampled after it. A driver that writes each chunk out as the
     /// run goes keeps the simulator's memory flat however long the simulated time.
     pub fn take_series(&mut self) -> SeriesChunk {
+        // The next chunk is usually as long as this one: each column keeps room for it.
         SeriesChunk {
-            flows: std::mem::take(&mut self.flow_series),
-            subflows: std::mem::take(&mut self.subflow_series),
-            links: std::mem::take(&mut self.link_series),
+            flows: self.flow_series.take_rows(),
+            subflows: self.subflow_series.take_rows(),
+            links: self.link_series.take_rows(),
         }
     }
 
