@@ -110,13 +110,13 @@ struct Slot {
     lost: bool,
 }
 
-/// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full.
+/// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full. Positions
+/// are masked with `buf.len() - 1`, not a stored mask: the bounds check loads the length
+/// anyway.
 #[derive(Debug, Default)]
 #[repr(C)]
 struct Ring {
     buf: Vec<Slot>,
-    /// `buf.len() - 1` once allocated.
-    mask: usize,
     head: usize,
     len: usize,
 }
@@ -125,11 +125,11 @@ impl Ring {
     /// Entry `i` from the front; `i < len`.
     #[inline(always)]
     fn at(&self, i: usize) -> &Slot {
-        &self.buf[(self.head + i) & self.mask]
+        &self.buf[(self.head + i) & self.buf.len().wrapping_sub(1)]
     }
     #[inline(always)]
     fn at_mut(&mut self, i: usize) -> &mut Slot {
-        let m = self.mask;
+        let m = self.buf.len().wrapping_sub(1);
         &mut self.buf[(self.head + i) & m]
     }
     #[inline(always)]
@@ -161,14 +161,13 @@ impl Ring {
         buf.extend((0..self.len).map(|i| *self.at(i)));
         buf.resize(cap, fill);
         self.buf = buf;
-        self.mask = cap - 1;
         self.head = 0;
     }
     /// Remove the front entry; `len > 0`.
     #[inline(always)]
     fn pop_front(&mut self) -> Slot {
         let s = *self.at(0);
-        self.head = (self.head + 1) & self.mask;
+        self.head = (self.head + 1) & self.buf.len().wrapping_sub(1);
         self.len -= 1;
         s
     }
@@ -282,10 +281,11 @@ mod layout {
         let line = |off: usize| off / 64;
         assert_eq!(line(offset_of!(LinkDir, ring)), 0);
         assert_eq!(line(offset_of!(LinkDir, lossy)), 0);
+        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 0);
         assert_eq!(line(offset_of!(LinkDir, busy_until)), 1);
         assert_eq!(line(offset_of!(LinkDir, id)), 1);
         assert_eq!(line(offset_of!(LinkDir, cold) + 7), 1);
-        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 2);
+        assert_eq!(line(offset_of!(LinkDir, admit)), 2);
         assert_eq!(
             line(offset_of!(LinkDir, counts) + size_of::<Counts>() - 1),
             2
@@ -340,9 +340,9 @@ struct Cold {
 /// One direction of a link.
 ///
 /// Laid out in cache lines (a run with many links touches each one rarely, so every line a
-/// packet or a sample touches is likely a miss): the ring and the waiting count in the first;
-/// the transmitter's horizon, delay, serialisation cache, timer and the cold pointer in the
-/// second; the waiting bytes, admission and the common counters in the third; the rare
+/// packet or a sample touches is likely a miss): the ring and the waiting counts (packets and
+/// bytes) in the first; the transmitter's horizon, delay, serialisation cache, timer and the
+/// cold pointer in the second; the admission and the common counters in the third; the rare
 /// counters in the fourth. A packet's admission and arrival touch the first three; a sample
 /// of a drop-tail link the first and the third.
 #[repr(C, align(64))]
@@ -354,6 +354,7 @@ pub struct LinkDir {
     up: bool,
     /// Whether the loss model can ever lose a packet.
     lossy: bool,
+    waiting_bytes: u64,
     /// When the transmitter finishes everything accepted so far.
     busy_until: Instant,
     delay: Duration,
@@ -361,7 +362,6 @@ pub struct LinkDir {
     timer: Timer,
     id: ComponentId,
     cold: Box<Cold>,
-    waiting_bytes: u64,
     admit: Admit,
     counts: Counts,
     rare: RareCounts,
