@@ -141,7 +141,8 @@ const COARSE: u64 = 64;
 /// event of its time (it is the latest pushed). The overflow heap numbers its own pushes.
 #[derive(Debug)]
 struct Wheel {
-    buckets: Vec<Vec<Entry>>,
+    /// A fixed-size array, so a bucket position (masked to the wheel) needs no bounds check.
+    buckets: Box<[Vec<Entry>; WHEEL as usize]>,
     /// Bucket `i` is non-empty iff bit `i % 64` of `words[i / 64]` is set.
     words: [u64; WORDS],
     /// Bit `w` is set iff `words[w]` is non-zero.
@@ -175,7 +176,9 @@ impl Default for Wheel {
             // (and reallocate) a few times while the run warms up.
             buckets: (0..WHEEL)
                 .map(|_| Vec::with_capacity(BUCKET_CAPACITY))
-                .collect(),
+                .collect::<Box<[_]>>()
+                .try_into()
+                .expect("one vector per bucket"),
             words: [0; WORDS],
             summary: 0,
             current: Vec::new(),
@@ -293,7 +296,7 @@ impl Wheel {
     fn len(&self) -> usize {
         let filed = |bs: &[Vec<Entry>]| bs.iter().map(Vec::len).sum::<usize>();
         self.current.len() - self.pos
-            + filed(&self.buckets)
+            + filed(&self.buckets[..])
             + filed(&self.coarse)
             + self.overflow.len()
     }
