@@ -150,6 +150,8 @@ struct Wheel {
     /// The current bucket's events in key order; `pos` of them have been handed out.
     current: Vec<Entry>,
     pos: usize,
+    /// Events handed out from earlier current buckets: with `pos`, every event handed out.
+    handed: u64,
     /// The absolute number (time >> BUCKET_SHIFT) of the current bucket.
     cur_abs: u64,
     /// `cur_abs + 1`: events of earlier buckets go into the current one. Zero in a
@@ -183,6 +185,7 @@ impl Default for Wheel {
             summary: 0,
             current: Vec::new(),
             pos: 0,
+            handed: 0,
             cur_abs: 0,
             cur_end: 1,
             wheel_end: 2 << COARSE_BITS,
@@ -419,6 +422,7 @@ impl Wheel {
     /// `limit` (so that no later push can precede it there), and returns false otherwise.
     #[cold]
     fn turn(&mut self, limit: u64) -> bool {
+        self.handed += self.pos as u64;
         self.current.clear();
         self.pos = 0;
         if self.reference {
@@ -487,7 +491,6 @@ fn sort_bucket(v: &mut [Entry]) {
 #[derive(Debug)]
 pub struct Scheduler {
     wheel: Wheel,
-    popped: u64,
 }
 
 impl Default for Scheduler {
@@ -501,7 +504,6 @@ impl Scheduler {
     pub fn new() -> Self {
         Scheduler {
             wheel: Wheel::default(),
-            popped: 0,
         }
     }
     /// An empty scheduler on a plain binary heap keyed by time and push order (the queue the
@@ -512,7 +514,6 @@ impl Scheduler {
     pub fn reference() -> Self {
         Scheduler {
             wheel: Wheel::reference(),
-            popped: 0,
         }
     }
     /// Queue an event for `c` at `t`.
@@ -523,12 +524,9 @@ impl Scheduler {
     /// The earliest event, if it is due no later than `limit`.
     #[inline]
     pub fn pop_until(&mut self, limit: Instant) -> Option<(Instant, ComponentId)> {
-        let got = self
-            .wheel
+        self.wheel
             .pop_until(limit.0)
-            .map(|e| (Instant(e.time), e.comp));
-        self.popped += got.is_some() as u64;
-        got
+            .map(|e| (Instant(e.time), e.comp))
     }
     /// The time of the earliest pending event (live or stale), if any.
     pub fn next_time(&self) -> Option<Instant> {
@@ -536,7 +534,8 @@ impl Scheduler {
     }
     /// Events dispatched so far.
     pub fn events_processed(&self) -> u64 {
-        self.popped
+        // Counted by the wheel's position in its current bucket, not on every pop.
+        self.wheel.handed + self.wheel.pos as u64
     }
     /// Events currently pending (live and stale). The calendar queue counts them bucket by
     /// bucket, so this is for tests and diagnostics, not for a loop.
