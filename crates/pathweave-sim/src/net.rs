@@ -20,6 +20,14 @@ pub struct Conservation {
     pub dropped_wire: u64,
 }
 
+/// Where a route starts: its first position in the hop table and that position's link
+/// direction (one lookup for a new packet instead of two).
+#[derive(Clone, Copy, Debug)]
+struct RouteStart {
+    hop: u32,
+    link: u32,
+}
+
 /// Clock, scheduler, pool, links and routes.
 pub struct Net {
     /// Current simulated time.
@@ -34,8 +42,9 @@ pub struct Net {
     /// [`Net::END`]; a packet's position in this table travels with it through the link
     /// directions (see [`LinkDir::offer`]).
     hops: Vec<u32>,
-    /// Where each route starts in `hops`; packets are created with their route's index.
-    route_start: Vec<u32>,
+    /// Where each route starts in `hops`, with its first link direction; packets are created
+    /// with their route's index.
+    route_start: Vec<RouteStart>,
     /// The route each position of `hops` belongs to (for the drop counters).
     hop_route: Vec<u32>,
     /// Conservation counters.
@@ -58,7 +67,10 @@ impl Net {
         let mut route_start = Vec::with_capacity(routes.len());
         let mut hop_route = Vec::with_capacity(hops.capacity());
         for (k, r) in routes.iter().enumerate() {
-            route_start.push(hops.len() as u32);
+            route_start.push(RouteStart {
+                hop: hops.len() as u32,
+                link: r.first().copied().unwrap_or(Self::END),
+            });
             hops.extend_from_slice(r);
             hops.push(Self::END);
             hop_route.resize(hops.len(), k as u32);
@@ -82,9 +94,9 @@ impl Net {
     #[inline(always)]
     pub fn send(&mut self, mut p: Packet) {
         self.counters.created += 1;
-        let hop = self.route_start[p.hop as usize];
+        let RouteStart { hop, link } = self.route_start[p.hop as usize];
         p.hop = hop;
-        let link = self.hops[hop as usize] as usize;
+        let link = link as usize;
         let size = p.size;
         let id = self.pool.alloc(p);
         self.offer(link, id, size, hop);
