@@ -177,7 +177,8 @@ impl Ring {
 }
 
 /// Serialisation times of the two packet sizes seen last, at the current rate, in ns;
-/// `u64::MAX` stands for "never" (a zero rate).
+/// `u64::MAX` stands for "never" (a zero rate, or a link that is down, so that planning a
+/// packet checks one value).
 #[derive(Clone, Copy, Debug)]
 struct TxCache {
     size: [u32; 2],
@@ -185,30 +186,35 @@ struct TxCache {
 }
 
 impl TxCache {
-    fn new(rate: Bandwidth) -> Self {
-        let ns = Self::compute(rate, 0);
+    fn new(rate: Bandwidth, up: bool) -> Self {
+        let ns = Self::compute(rate, 0, up);
         TxCache {
             size: [0; 2],
             ns: [ns; 2],
         }
     }
-    fn compute(rate: Bandwidth, size: u32) -> u64 {
-        rate.transmission_time(Bytes(size as u64))
-            .map_or(u64::MAX, |d| d.0)
+    fn compute(rate: Bandwidth, size: u32, up: bool) -> u64 {
+        match up {
+            true => rate
+                .transmission_time(Bytes(size as u64))
+                .map_or(u64::MAX, |d| d.0),
+            false => u64::MAX,
+        }
     }
+    /// The time for `size` bytes at `rate` on a link that is `up` (read only on a miss).
     #[inline]
-    fn get(&mut self, size: u32, rate: &Bandwidth) -> u64 {
+    fn get(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
         if size == self.size[0] {
             self.ns[0]
         } else if size == self.size[1] {
             self.ns[1]
         } else {
-            self.miss(size, rate)
+            self.miss(size, rate, up)
         }
     }
     #[cold]
-    fn miss(&mut self, size: u32, rate: &Bandwidth) -> u64 {
-        let ns = Self::compute(*rate, size);
+    fn miss(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
+        let ns = Self::compute(*rate, size, up);
         self.size = [size, self.size[0]];
         self.ns = [ns, self.ns[0]];
         ns
@@ -383,7 +389,7 @@ impl LinkDir {
             lossy: spec.loss != LossModel::None,
             busy_until: Instant::ZERO,
             delay: spec.delay,
-            tx: TxCache::new(spec.rate),
+            tx: TxCache::new(spec.rate, true),
             timer: Timer::default(),
             id,
             waiting_bytes: 0,
@@ -590,8 +596,9 @@ impl LinkDir {
         free: Instant,
         prev_arrive: Instant,
     ) -> (Instant, Instant, Instant) {
-        let tx = self.tx.get(size, &self.cold.rate);
-        if self.up && tx != u64::MAX {
+        // A link that is down has no serialisation time either (see `TxCache`).
+        let tx = self.tx.get(size, &self.cold.rate, self.up);
+        if tx != u64::MAX {
             let end = free + Duration(tx);
             (free, end, (end + self.delay).max(prev_arrive))
         } else {
@@ -622,7 +629,7 @@ impl LinkDir {
     /// Change the rate from `now` on.
     pub fn set_rate(&mut self, rate: Bandwidth, now: Instant, sched: &mut Scheduler) {
         self.cold.rate = rate;
-        self.tx = TxCache::new(rate);
+        self.tx = TxCache::new(rate, self.up);
         if let Some(r) = &mut self.cold.red {
             r.set_rate(rate);
         }
@@ -638,6 +645,7 @@ impl LinkDir {
     /// Take the link down (`false`) or bring it back (`true`) at `now`.
     pub fn set_up(&mut self, up: bool, now: Instant, sched: &mut Scheduler) {
         self.up = up;
+        self.tx = TxCache::new(self.cold.rate, up);
         self.replan(now, sched);
     }
 
