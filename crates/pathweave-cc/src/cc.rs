@@ -145,6 +145,12 @@ impl Metrics {
 pub trait Controller {
     /// An ACK newly acknowledged data.
     fn on_ack(&mut self, ack: &Ack, path: &PathView);
+    /// [`Controller::on_ack`], then the window it leaves: one call where the controller sits
+    /// behind an enum.
+    fn on_ack_window(&mut self, ack: &Ack, path: &PathView) -> Bytes {
+        self.on_ack(ack, path);
+        self.window()
+    }
     /// Loss recovery starts: set ssthresh and the window.
     fn on_congestion_event(&mut self, ev: &CongestionEvent, path: &PathView);
     /// Loss recovery ended with a full ACK (Linux `CA_EVENT_COMPLETE_CWR`).
@@ -181,6 +187,14 @@ impl Controller for AnyController {
             AnyController::Aimd(c) => c.on_ack(ack, path),
             AnyController::Veno(c) => c.on_ack(ack, path),
             AnyController::WestwoodPlus(c) => c.on_ack(ack, path),
+        }
+    }
+    fn on_ack_window(&mut self, ack: &Ack, path: &PathView) -> Bytes {
+        match self {
+            AnyController::NewReno(c) => c.on_ack_window(ack, path),
+            AnyController::Aimd(c) => c.on_ack_window(ack, path),
+            AnyController::Veno(c) => c.on_ack_window(ack, path),
+            AnyController::WestwoodPlus(c) => c.on_ack_window(ack, path),
         }
     }
     fn on_congestion_event(&mut self, ev: &CongestionEvent, path: &PathView) {

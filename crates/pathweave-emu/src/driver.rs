@@ -448,7 +448,7 @@ impl Driver {
         let m = self.pool.meta[id as usize];
         let r = &self.routes[m.route as usize];
         let link = r.hops[m.hop as usize] as usize;
-        if self.links[link].offer(PacketId(id), m.len as u32, now, &mut self.sched)
+        if self.links[link].offer(PacketId(id), m.len as u32, 0, now, &mut self.sched)
             == Offer::Dropped
         {
             self.stats.dropped_queue += 1;
@@ -471,10 +471,11 @@ impl Driver {
                     if !self.links[i].fire(t) {
                         continue;
                     }
-                    while let Some(r) = self.links[i].pop_arrived(t) {
-                        match r {
-                            Ok(PacketId(id)) => self.hop_done(id, t, epoch)?,
-                            Err(PacketId(id)) => {
+                    while let Some(a) = self.links[i].pop_arrived(t) {
+                        let PacketId(id) = a.pkt;
+                        match a.lost {
+                            false => self.hop_done(id, t, epoch)?,
+                            true => {
                                 self.stats.lost_on_wire += 1;
                                 let route = self.pool.meta[id as usize].route as usize;
                                 if self.routes[route].data {

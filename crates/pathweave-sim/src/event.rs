@@ -14,7 +14,8 @@
 //! event does not grow with the number of pending events the way a heap's does. Every
 //! `(time, insertion order)` key is distinct, so any correct priority queue pops the same
 //! sequence; the plain `BinaryHeap` the engine used before is kept as [`Scheduler::reference`]
-//! and the tests run whole simulations on both and compare their results. The wheel stores no
+//! (the wheel's overflow heap, with every event sent to it) and the tests run whole
+//! simulations on both and compare their results. The wheel stores no
 //! sequence number: each of its buckets holds its events in insertion order, and is sorted
 //! stably by time (see [`Wheel`]).
 
@@ -107,6 +108,8 @@ const WHEEL: u64 = 1 << WHEEL_BITS;
 const WORDS: usize = (WHEEL / 64) as usize;
 /// log2 of the number of wheel buckets per coarse bucket: half the wheel, 537 ms.
 const COARSE_BITS: u32 = WHEEL_BITS - 1;
+/// Entries each wheel bucket has room for from the start (a bucket keeps what it grows to).
+const BUCKET_CAPACITY: usize = 16;
 /// Coarse buckets in the ring (one bitmap word).
 const COARSE: u64 = 64;
 
@@ -138,7 +141,8 @@ const COARSE: u64 = 64;
 /// event of its time (it is the latest pushed). The overflow heap numbers its own pushes.
 #[derive(Debug)]
 struct Wheel {
-    buckets: Vec<Vec<Entry>>,
+    /// A fixed-size array, so a bucket position (masked to the wheel) needs no bounds check.
+    buckets: Box<[Vec<Entry>; WHEEL as usize]>,
     /// Bucket `i` is non-empty iff bit `i % 64` of `words[i / 64]` is set.
     words: [u64; WORDS],
     /// Bit `w` is set iff `words[w]` is non-zero.
@@ -146,8 +150,18 @@ struct Wheel {
     /// The current bucket's events in key order; `pos` of them have been handed out.
     current: Vec<Entry>,
     pos: usize,
+    /// Events handed out from earlier current buckets: with `pos`, every event handed out.
+    handed: u64,
     /// The absolute number (time >> BUCKET_SHIFT) of the current bucket.
     cur_abs: u64,
+    /// `cur_abs + 1`: events of earlier buckets go into the current one. Zero in a
+    /// reference queue.
+    cur_end: u64,
+    /// The first absolute bucket number beyond the wheel: that of coarse number `cur_c + 2`.
+    /// Zero in a reference queue.
+    wheel_end: u64,
+    /// Every event goes to the overflow heap (see [`Scheduler::reference`]).
+    reference: bool,
     /// Coarse bucket `c % COARSE` for coarse numbers `c` in `cur_c + 2 .. cur_c + 2 + COARSE`.
     coarse: Vec<Vec<Entry>>,
     /// Bit `c % COARSE` is set iff that coarse bucket is non-empty.
@@ -160,12 +174,22 @@ struct Wheel {
 impl Default for Wheel {
     fn default() -> Self {
         Wheel {
-            buckets: (0..WHEEL).map(|_| Vec::new()).collect(),
+            // Room for a typical bucket from the start: each bucket would otherwise grow
+            // (and reallocate) a few times while the run warms up.
+            buckets: (0..WHEEL)
+                .map(|_| Vec::with_capacity(BUCKET_CAPACITY))
+                .collect::<Box<[_]>>()
+                .try_into()
+                .expect("one vector per bucket"),
             words: [0; WORDS],
             summary: 0,
             current: Vec::new(),
             pos: 0,
+            handed: 0,
             cur_abs: 0,
+            cur_end: 1,
+            wheel_end: 2 << COARSE_BITS,
+            reference: false,
             coarse: (0..COARSE).map(|_| Vec::new()).collect(),
             coarse_bits: 0,
             overflow: BinaryHeap::new(),
@@ -175,12 +199,23 @@ impl Default for Wheel {
 }
 
 impl Wheel {
+    /// A queue that keeps every event in the overflow heap: a plain binary heap of
+    /// `(time, push number)`, with neither the wheel nor the coarse ring.
+    fn reference() -> Self {
+        Wheel {
+            cur_end: 0,
+            wheel_end: 0,
+            reference: true,
+            ..Wheel::default()
+        }
+    }
+
     #[inline(always)]
     fn push(&mut self, e: Entry) {
         let abs = e.time >> BUCKET_SHIFT;
-        if abs <= self.cur_abs {
+        if abs < self.cur_end {
             self.push_current(e);
-        } else if abs >> COARSE_BITS <= (self.cur_abs >> COARSE_BITS) + 1 {
+        } else if abs < self.wheel_end {
             self.file(abs, e);
         } else {
             self.push_later(e);
@@ -191,7 +226,7 @@ impl Wheel {
     #[inline(never)]
     fn push_later(&mut self, e: Entry) {
         let c = e.time >> (BUCKET_SHIFT + COARSE_BITS);
-        if c < (self.cur_abs >> COARSE_BITS) + 2 + COARSE {
+        if !self.reference && c < (self.cur_abs >> COARSE_BITS) + 2 + COARSE {
             let k = (c % COARSE) as usize;
             self.coarse[k].push(e);
             self.coarse_bits |= 1 << k;
@@ -254,7 +289,7 @@ impl Wheel {
                 self.pos += 1;
                 return Some(e);
             }
-            if !self.turn() {
+            if !self.turn(limit) {
                 return None;
             }
         }
@@ -264,7 +299,7 @@ impl Wheel {
     fn len(&self) -> usize {
         let filed = |bs: &[Vec<Entry>]| bs.iter().map(Vec::len).sum::<usize>();
         self.current.len() - self.pos
-            + filed(&self.buckets)
+            + filed(&self.buckets[..])
             + filed(&self.coarse)
             + self.overflow.len()
     }
@@ -336,8 +371,10 @@ impl Wheel {
     fn advance_to(&mut self, abs: u64) {
         let old_c = self.cur_abs >> COARSE_BITS;
         self.cur_abs = abs;
+        self.cur_end = abs + 1;
         // Usually the wheel stays within its coarse bucket: nothing to move.
         if abs >> COARSE_BITS != old_c {
+            self.wheel_end = ((abs >> COARSE_BITS) + 2) << COARSE_BITS;
             self.enter_coarse(old_c, abs >> COARSE_BITS);
         }
     }
@@ -380,11 +417,24 @@ impl Wheel {
     }
 
     /// The current bucket is exhausted: move to the next bucket holding events (from the
-    /// wheel, a coarse bucket or the overflow heap). False if no event is pending.
+    /// wheel, a coarse bucket or the overflow heap). False if no event is pending. A
+    /// reference queue moves its heap's first event into the current bucket if it is due by
+    /// `limit` (so that no later push can precede it there), and returns false otherwise.
     #[cold]
-    fn turn(&mut self) -> bool {
+    fn turn(&mut self, limit: u64) -> bool {
+        self.handed += self.pos as u64;
         self.current.clear();
         self.pos = 0;
+        if self.reference {
+            return match self.overflow.peek() {
+                Some(&Reverse((time, _, comp))) if time <= limit => {
+                    self.overflow.pop();
+                    self.current.push(Entry::new(time, comp));
+                    true
+                }
+                _ => false,
+            };
+        }
         let next = loop {
             if let Some(next) = self.next_filled() {
                 break next;
@@ -437,21 +487,10 @@ fn sort_bucket(v: &mut [Entry]) {
     }
 }
 
-// The wheel is the variant in use; boxing it would add an indirection to every push and pop.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
-enum Queue {
-    Wheel(Wheel),
-    Reference(BinaryHeap<Reverse<(Instant, u64, ComponentId)>>),
-}
-
 /// The pending-event queue.
 #[derive(Debug)]
 pub struct Scheduler {
-    queue: Queue,
-    /// Pushes into the reference heap so far (its tie-break); the wheel needs none.
-    seq: u64,
-    popped: u64,
+    wheel: Wheel,
 }
 
 impl Default for Scheduler {
@@ -464,62 +503,44 @@ impl Scheduler {
     /// An empty scheduler.
     pub fn new() -> Self {
         Scheduler {
-            queue: Queue::Wheel(Wheel::default()),
-            seq: 0,
-            popped: 0,
+            wheel: Wheel::default(),
         }
     }
-    /// An empty scheduler on the standard library's binary heap: slower, kept as the oracle
-    /// the tests compare the fast queue against. Both pop the same events in the same order.
+    /// An empty scheduler on a plain binary heap keyed by time and push order (the queue the
+    /// engine used before the wheel): slower, kept as the oracle the tests compare the fast
+    /// queue against. Both pop the same events in the same order. It is the wheel's own
+    /// overflow heap with the wheel and the coarse ring switched off (every push goes to the
+    /// heap), so the scheduler never asks which queue it holds.
     pub fn reference() -> Self {
         Scheduler {
-            queue: Queue::Reference(BinaryHeap::new()),
-            seq: 0,
-            popped: 0,
+            wheel: Wheel::reference(),
         }
     }
     /// Queue an event for `c` at `t`.
     #[inline(always)]
     pub fn push(&mut self, t: Instant, c: ComponentId) {
-        match &mut self.queue {
-            Queue::Wheel(h) => h.push(Entry::new(t.0, c)),
-            Queue::Reference(h) => {
-                h.push(Reverse((t, self.seq, c)));
-                self.seq += 1;
-            }
-        }
+        self.wheel.push(Entry::new(t.0, c));
     }
     /// The earliest event, if it is due no later than `limit`.
     #[inline]
     pub fn pop_until(&mut self, limit: Instant) -> Option<(Instant, ComponentId)> {
-        let got = match &mut self.queue {
-            Queue::Wheel(h) => h.pop_until(limit.0).map(|e| (Instant(e.time), e.comp)),
-            Queue::Reference(h) => match h.peek() {
-                Some(Reverse((t, _, _))) if *t <= limit => h.pop().map(|Reverse((t, _, c))| (t, c)),
-                _ => None,
-            },
-        };
-        self.popped += got.is_some() as u64;
-        got
+        self.wheel
+            .pop_until(limit.0)
+            .map(|e| (Instant(e.time), e.comp))
     }
     /// The time of the earliest pending event (live or stale), if any.
     pub fn next_time(&self) -> Option<Instant> {
-        match &self.queue {
-            Queue::Wheel(h) => h.next_time().map(Instant),
-            Queue::Reference(h) => h.peek().map(|Reverse((t, _, _))| *t),
-        }
+        self.wheel.next_time().map(Instant)
     }
     /// Events dispatched so far.
     pub fn events_processed(&self) -> u64 {
-        self.popped
+        // Counted by the wheel's position in its current bucket, not on every pop.
+        self.wheel.handed + self.wheel.pos as u64
     }
     /// Events currently pending (live and stale). The calendar queue counts them bucket by
     /// bucket, so this is for tests and diagnostics, not for a loop.
     pub fn pending(&self) -> usize {
-        match &self.queue {
-            Queue::Wheel(h) => h.len(),
-            Queue::Reference(h) => h.len(),
-        }
+        self.wheel.len()
     }
 }
 

@@ -102,19 +102,21 @@ pub struct LinkDirSpec {
 struct Slot {
     pkt: PacketId,
     size: u32,
+    /// The caller's tag for the packet (the network's hop position), handed back on arrival.
+    hop: u32,
     start: Instant,
     end: Instant,
     arrive: Instant,
     lost: bool,
 }
 
-/// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full.
+/// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full. Positions
+/// are masked with `buf.len() - 1`, not a stored mask: the bounds check loads the length
+/// anyway.
 #[derive(Debug, Default)]
 #[repr(C)]
 struct Ring {
     buf: Vec<Slot>,
-    /// `buf.len() - 1` once allocated.
-    mask: usize,
     head: usize,
     len: usize,
 }
@@ -123,11 +125,11 @@ impl Ring {
     /// Entry `i` from the front; `i < len`.
     #[inline(always)]
     fn at(&self, i: usize) -> &Slot {
-        &self.buf[(self.head + i) & self.mask]
+        &self.buf[(self.head + i) & self.buf.len().wrapping_sub(1)]
     }
     #[inline(always)]
     fn at_mut(&mut self, i: usize) -> &mut Slot {
-        let m = self.mask;
+        let m = self.buf.len().wrapping_sub(1);
         &mut self.buf[(self.head + i) & m]
     }
     #[inline(always)]
@@ -159,14 +161,13 @@ impl Ring {
         buf.extend((0..self.len).map(|i| *self.at(i)));
         buf.resize(cap, fill);
         self.buf = buf;
-        self.mask = cap - 1;
         self.head = 0;
     }
     /// Remove the front entry; `len > 0`.
     #[inline(always)]
     fn pop_front(&mut self) -> Slot {
         let s = *self.at(0);
-        self.head = (self.head + 1) & self.mask;
+        self.head = (self.head + 1) & self.buf.len().wrapping_sub(1);
         self.len -= 1;
         s
     }
@@ -176,7 +177,8 @@ impl Ring {
 }
 
 /// Serialisation times of the two packet sizes seen last, at the current rate, in ns;
-/// `u64::MAX` stands for "never" (a zero rate).
+/// `u64::MAX` stands for "never" (a zero rate, or a link that is down, so that planning a
+/// packet checks one value).
 #[derive(Clone, Copy, Debug)]
 struct TxCache {
     size: [u32; 2],
@@ -184,30 +186,35 @@ struct TxCache {
 }
 
 impl TxCache {
-    fn new(rate: Bandwidth) -> Self {
-        let ns = Self::compute(rate, 0);
+    fn new(rate: Bandwidth, up: bool) -> Self {
+        let ns = Self::compute(rate, 0, up);
         TxCache {
             size: [0; 2],
             ns: [ns; 2],
         }
     }
-    fn compute(rate: Bandwidth, size: u32) -> u64 {
-        rate.transmission_time(Bytes(size as u64))
-            .map_or(u64::MAX, |d| d.0)
+    fn compute(rate: Bandwidth, size: u32, up: bool) -> u64 {
+        match up {
+            true => rate
+                .transmission_time(Bytes(size as u64))
+                .map_or(u64::MAX, |d| d.0),
+            false => u64::MAX,
+        }
     }
+    /// The time for `size` bytes at `rate` on a link that is `up` (read only on a miss).
     #[inline]
-    fn get(&mut self, size: u32, rate: &Bandwidth) -> u64 {
+    fn get(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
         if size == self.size[0] {
             self.ns[0]
         } else if size == self.size[1] {
             self.ns[1]
         } else {
-            self.miss(size, rate)
+            self.miss(size, rate, up)
         }
     }
     #[cold]
-    fn miss(&mut self, size: u32, rate: &Bandwidth) -> u64 {
-        let ns = Self::compute(*rate, size);
+    fn miss(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
+        let ns = Self::compute(*rate, size, up);
         self.size = [size, self.size[0]];
         self.ns = [ns, self.ns[0]];
         ns
@@ -244,6 +251,19 @@ impl LinkStats {
     }
 }
 
+/// A packet that reached the far end of a link direction, see [`LinkDir::pop_arrived`].
+#[derive(Clone, Copy, Debug)]
+pub struct Arrived {
+    /// The packet.
+    pub pkt: PacketId,
+    /// Its size, as offered.
+    pub size: u32,
+    /// The tag it was offered with.
+    pub hop: u32,
+    /// Lost on the wire: the caller frees it.
+    pub lost: bool,
+}
+
 /// What became of a packet offered to a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Offer {
@@ -267,10 +287,11 @@ mod layout {
         let line = |off: usize| off / 64;
         assert_eq!(line(offset_of!(LinkDir, ring)), 0);
         assert_eq!(line(offset_of!(LinkDir, lossy)), 0);
+        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 0);
         assert_eq!(line(offset_of!(LinkDir, busy_until)), 1);
         assert_eq!(line(offset_of!(LinkDir, id)), 1);
         assert_eq!(line(offset_of!(LinkDir, cold) + 7), 1);
-        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 2);
+        assert_eq!(line(offset_of!(LinkDir, admit)), 2);
         assert_eq!(
             line(offset_of!(LinkDir, counts) + size_of::<Counts>() - 1),
             2
@@ -325,9 +346,9 @@ struct Cold {
 /// One direction of a link.
 ///
 /// Laid out in cache lines (a run with many links touches each one rarely, so every line a
-/// packet or a sample touches is likely a miss): the ring and the waiting count in the first;
-/// the transmitter's horizon, delay, serialisation cache, timer and the cold pointer in the
-/// second; the waiting bytes, admission and the common counters in the third; the rare
+/// packet or a sample touches is likely a miss): the ring and the waiting counts (packets and
+/// bytes) in the first; the transmitter's horizon, delay, serialisation cache, timer and the
+/// cold pointer in the second; the admission and the common counters in the third; the rare
 /// counters in the fourth. A packet's admission and arrival touch the first three; a sample
 /// of a drop-tail link the first and the third.
 #[repr(C, align(64))]
@@ -339,6 +360,7 @@ pub struct LinkDir {
     up: bool,
     /// Whether the loss model can ever lose a packet.
     lossy: bool,
+    waiting_bytes: u64,
     /// When the transmitter finishes everything accepted so far.
     busy_until: Instant,
     delay: Duration,
@@ -346,7 +368,6 @@ pub struct LinkDir {
     timer: Timer,
     id: ComponentId,
     cold: Box<Cold>,
-    waiting_bytes: u64,
     admit: Admit,
     counts: Counts,
     rare: RareCounts,
@@ -368,7 +389,7 @@ impl LinkDir {
             lossy: spec.loss != LossModel::None,
             busy_until: Instant::ZERO,
             delay: spec.delay,
-            tx: TxCache::new(spec.rate),
+            tx: TxCache::new(spec.rate, true),
             timer: Timer::default(),
             id,
             waiting_bytes: 0,
@@ -459,12 +480,15 @@ impl LinkDir {
         self.cold.rate
     }
 
-    /// Offer a packet of `size` bytes at `now`.
+    /// Offer a packet of `size` bytes at `now`; `hop` is handed back with it on arrival (the
+    /// network passes the packet's position in its hop table, so that moving a packet on
+    /// does not touch the packet).
     #[inline(always)]
     pub fn offer(
         &mut self,
         pkt: PacketId,
         size: u32,
+        hop: u32,
         now: Instant,
         sched: &mut Scheduler,
     ) -> Offer {
@@ -477,7 +501,7 @@ impl LinkDir {
         };
         match verdict {
             Verdict::Enqueue => {
-                self.enqueue(pkt, size, now, sched);
+                self.enqueue(pkt, size, hop, now, sched);
                 return Offer::Accepted;
             }
             Verdict::EarlyDrop => self.rare.drops_early += 1,
@@ -508,7 +532,7 @@ impl LinkDir {
     /// Admit a packet: draw its wire loss, fix its schedule, and arm the link if it is the
     /// only packet held.
     #[inline(always)]
-    fn enqueue(&mut self, pkt: PacketId, size: u32, now: Instant, sched: &mut Scheduler) {
+    fn enqueue(&mut self, pkt: PacketId, size: u32, hop: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
         let prev = self.ring.back().map_or(Instant::ZERO, |s| s.arrive);
         let (start, end, arrive) = self.plan(size, now.max(self.busy_until), prev);
@@ -518,6 +542,7 @@ impl LinkDir {
         self.ring.push_back(Slot {
             pkt,
             size,
+            hop,
             start,
             end,
             arrive,
@@ -571,8 +596,9 @@ impl LinkDir {
         free: Instant,
         prev_arrive: Instant,
     ) -> (Instant, Instant, Instant) {
-        let tx = self.tx.get(size, &self.cold.rate);
-        if self.up && tx != u64::MAX {
+        // A link that is down has no serialisation time either (see `TxCache`).
+        let tx = self.tx.get(size, &self.cold.rate, self.up);
+        if tx != u64::MAX {
             let end = free + Duration(tx);
             (free, end, (end + self.delay).max(prev_arrive))
         } else {
@@ -603,7 +629,7 @@ impl LinkDir {
     /// Change the rate from `now` on.
     pub fn set_rate(&mut self, rate: Bandwidth, now: Instant, sched: &mut Scheduler) {
         self.cold.rate = rate;
-        self.tx = TxCache::new(rate);
+        self.tx = TxCache::new(rate, self.up);
         if let Some(r) = &mut self.cold.red {
             r.set_rate(rate);
         }
@@ -619,6 +645,7 @@ impl LinkDir {
     /// Take the link down (`false`) or bring it back (`true`) at `now`.
     pub fn set_up(&mut self, up: bool, now: Instant, sched: &mut Scheduler) {
         self.up = up;
+        self.tx = TxCache::new(self.cold.rate, up);
         self.replan(now, sched);
     }
 
@@ -628,10 +655,10 @@ impl LinkDir {
         self.timer.fire(now)
     }
 
-    /// Take the next packet that has reached the far end by `now`; `Err` carries a packet lost
-    /// on the wire, which the caller frees.
+    /// Take the next packet that has reached the far end by `now` (or was lost on the wire on
+    /// its way there, which the caller frees).
     #[inline(always)]
-    pub fn pop_arrived(&mut self, now: Instant) -> Option<Result<PacketId, PacketId>> {
+    pub fn pop_arrived(&mut self, now: Instant) -> Option<Arrived> {
         if self.ring.front()?.arrive > now {
             return None;
         }
@@ -647,10 +674,13 @@ impl LinkDir {
         if s.lost {
             self.counts.drops_wire += 1;
             self.rare.wire_bytes += s.size as u64;
-            Some(Err(s.pkt))
-        } else {
-            Some(Ok(s.pkt))
         }
+        Some(Arrived {
+            pkt: s.pkt,
+            size: s.size,
+            hop: s.hop,
+            lost: s.lost,
+        })
     }
 
     /// After popping, schedule the next head arrival.

@@ -20,13 +20,12 @@ pub struct Conservation {
     pub dropped_wire: u64,
 }
 
-/// A packet that reached the end of its route.
+/// Where a route starts: its first position in the hop table and that position's link
+/// direction (one lookup for a new packet instead of two).
 #[derive(Clone, Copy, Debug)]
-pub struct Delivery {
-    /// The flow it belongs to.
-    pub flow: u32,
-    /// Data/datagram (for the receiver) or ACK (for the sender).
-    pub kind: PacketKind,
+struct RouteStart {
+    hop: u32,
+    link: u32,
 }
 
 /// Clock, scheduler, pool, links and routes.
@@ -40,10 +39,12 @@ pub struct Net {
     /// Every link direction, indexed by the ids routes use.
     pub links: Vec<LinkDir>,
     /// Every route's link-direction indices, one route after another, each followed by
-    /// [`Net::END`]; a packet in the network carries its position in this table as `hop`.
+    /// [`Net::END`]; a packet's position in this table travels with it through the link
+    /// directions (see [`LinkDir::offer`]).
     hops: Vec<u32>,
-    /// Where each route starts in `hops`; packets are created with their route's index.
-    route_start: Vec<u32>,
+    /// Where each route starts in `hops`, with its first link direction; packets are created
+    /// with their route's index.
+    route_start: Vec<RouteStart>,
     /// The route each position of `hops` belongs to (for the drop counters).
     hop_route: Vec<u32>,
     /// Conservation counters.
@@ -66,7 +67,10 @@ impl Net {
         let mut route_start = Vec::with_capacity(routes.len());
         let mut hop_route = Vec::with_capacity(hops.capacity());
         for (k, r) in routes.iter().enumerate() {
-            route_start.push(hops.len() as u32);
+            route_start.push(RouteStart {
+                hop: hops.len() as u32,
+                link: r.first().copied().unwrap_or(Self::END),
+            });
             hops.extend_from_slice(r);
             hops.push(Self::END);
             hop_route.resize(hops.len(), k as u32);
@@ -85,19 +89,22 @@ impl Net {
         }
     }
 
-    /// Create `p` at its flow's first hop (its `hop` names its route until now).
+    /// Create `p` at its flow's first hop (its `hop` names its route until now, and its first
+    /// hop position from now on).
     #[inline(always)]
     pub fn send(&mut self, mut p: Packet) {
         self.counters.created += 1;
-        p.hop = self.route_start[p.hop as usize];
-        let link = self.hops[p.hop as usize] as usize;
+        let RouteStart { hop, link } = self.route_start[p.hop as usize];
+        p.hop = hop;
+        let link = link as usize;
         let size = p.size;
         let id = self.pool.alloc(p);
-        self.offer(link, id, size);
+        self.offer(link, id, size, hop);
     }
 
+    /// Drop packet `id` at hop position `hop`: queueing, or on the wire.
     #[cold]
-    fn drop_packet(&mut self, id: PacketId, wire: bool) {
+    fn drop_packet(&mut self, id: PacketId, hop: u32, wire: bool) {
         let p = *self.pool.get(id);
         if wire {
             self.counters.dropped_wire += 1;
@@ -106,41 +113,42 @@ impl Net {
         }
         if p.kind != PacketKind::Ack {
             self.flow_drops[p.flow as usize] += 1;
-            self.route_drops[self.hop_route[p.hop as usize] as usize] += 1;
+            self.route_drops[self.hop_route[hop as usize] as usize] += 1;
         }
         self.pool.free(id);
     }
 
-    /// Offer packet `id` of `size` bytes to link direction `link`.
+    /// Offer packet `id` of `size` bytes at hop position `hop` to link direction `link`.
     #[inline(always)]
-    fn offer(&mut self, link: usize, id: PacketId, size: u32) {
-        if self.links[link].offer(id, size, self.now, &mut self.sched) == Offer::Dropped {
-            self.drop_packet(id, false);
+    fn offer(&mut self, link: usize, id: PacketId, size: u32, hop: u32) {
+        if self.links[link].offer(id, size, hop, self.now, &mut self.sched) == Offer::Dropped {
+            self.drop_packet(id, hop, false);
         }
     }
 
     /// Handle the live event of link `l`: move one arrived packet on, or hand it back when it
-    /// has reached its destination. Returns `None` when no packet is due.
+    /// has reached its destination (the caller frees it). Returns `None`, with the link
+    /// re-armed for its next arrival, when no packet is due. Moving a packet on reads only
+    /// the link's record of it, not the packet.
     #[inline]
-    pub fn link_arrival(&mut self, l: usize) -> Option<Option<(PacketId, Delivery)>> {
-        let r = self.links[l].pop_arrived(self.now)?;
-        let id = match r {
-            Ok(id) => id,
-            Err(id) => {
-                self.drop_packet(id, true);
-                return Some(None);
-            }
+    pub fn link_arrival(&mut self, l: usize) -> Option<Option<PacketId>> {
+        let link = &mut self.links[l];
+        let Some(a) = link.pop_arrived(self.now) else {
+            link.rearm(&mut self.sched);
+            return None;
         };
-        let p = self.pool.get_mut(id);
-        p.hop += 1;
-        let (flow, kind, size) = (p.flow, p.kind, p.size);
-        let link = self.hops[p.hop as usize];
+        if a.lost {
+            self.drop_packet(a.pkt, a.hop, true);
+            return Some(None);
+        }
+        let hop = a.hop + 1;
+        let link = self.hops[hop as usize];
         if link != Self::END {
-            self.offer(link as usize, id, size);
+            self.offer(link as usize, a.pkt, a.size, hop);
             Some(None)
         } else {
             self.counters.delivered += 1;
-            Some(Some((id, Delivery { flow, kind })))
+            Some(Some(a.pkt))
         }
     }
 

@@ -29,8 +29,8 @@ pub struct Packet {
     /// The flow (connection) it belongs to.
     pub flow: u32,
     /// Before it is sent: the route it follows (an index into the network's routes, see
-    /// [`Packet::new`]). Inside the network: its current hop, as a position in the network's
-    /// hop table, which also tells its route.
+    /// [`Packet::new`]). Once sent: its first hop, as a position in the network's hop table,
+    /// which also tells its route (the link directions carry its current position).
     pub hop: u32,
     /// Size on the wire in bytes (payload plus headers).
     pub size: u32,
@@ -108,7 +108,6 @@ impl Packet {
 pub struct PacketPool {
     slots: Vec<Packet>,
     free: Vec<u32>,
-    allocated: u64,
 }
 
 impl PacketPool {
@@ -118,7 +117,6 @@ impl PacketPool {
     }
     /// Store `p` and return its handle.
     pub fn alloc(&mut self, p: Packet) -> PacketId {
-        self.allocated += 1;
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = p;
@@ -145,10 +143,6 @@ impl PacketPool {
     /// Packets currently alive.
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()
-    }
-    /// Packets ever allocated.
-    pub fn allocated(&self) -> u64 {
-        self.allocated
     }
     /// The largest number of packets alive at once so far.
     pub fn capacity_used(&self) -> usize {

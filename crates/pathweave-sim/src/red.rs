@@ -156,6 +156,16 @@ pub struct Red {
     /// `(1−w_q)^k` for `k < DECAY_POWERS`: the decay after the short idle periods most
     /// arrivals follow, without a `powi` call each time.
     decay: [f64; DECAY_POWERS],
+    /// Idle periods shorter than this (ns) count no empty-queue arrivals, see [`short_idle`].
+    short_idle_ns: u64,
+}
+
+/// The idle periods (ns) below which `⌊ptc·idle⌋` is certainly 0 as the arrival path computes
+/// it (`ptc · (ns / 1e9)` in floats): a period of `(1 − 10⁻⁶)·10⁹/ptc` ns at most, so the
+/// product stays below `1 − 10⁻⁶` up to rounding errors of a few parts in 10¹⁶. Those
+/// arrivals skip the float conversion and give the same `m`.
+fn short_idle(ptc: f64) -> u64 {
+    ((1.0 - 1e-6) * 1e9 / ptc) as u64
 }
 
 /// Powers of `1−w_q` kept by [`Red`].
@@ -208,8 +218,10 @@ impl Red {
     /// RED state for a link of `rate`.
     pub fn new(p: RedParams, rate: Bandwidth) -> Self {
         let scale = if p.bytes { p.mean_pktsize as f64 } else { 1.0 };
+        let ptc = packet_time_constant(rate, p.mean_pktsize);
         Red {
-            ptc: packet_time_constant(rate, p.mean_pktsize),
+            ptc,
+            short_idle_ns: short_idle(ptc),
             th_min: p.min_th * scale,
             th_max: p.max_th * scale,
             qlim: p.limit as f64 * scale,
@@ -225,6 +237,7 @@ impl Red {
     /// The link rate changed: the idle-decay rate follows it.
     pub fn set_rate(&mut self, rate: Bandwidth) {
         self.ptc = packet_time_constant(rate, self.p.mean_pktsize);
+        self.short_idle_ns = short_idle(self.ptc);
     }
 
     /// The average queue (packets, or bytes in byte mode).
@@ -251,7 +264,14 @@ impl Red {
             q_pkts as f64
         };
         let m = match idle_since {
-            Some(t) => (self.ptc * now.saturating_since(t).as_secs_f64()) as i64,
+            Some(t) => {
+                let idle = now.saturating_since(t);
+                if idle.0 < self.short_idle_ns {
+                    0
+                } else {
+                    (self.ptc * idle.as_secs_f64()) as i64
+                }
+            }
             None => 0,
         };
         // avg·(1−w_q)^(m+1) + w_q·q
@@ -319,6 +339,21 @@ impl Red {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_idle_periods_count_no_arrivals_by_the_float_formula() {
+        for ptc in [1.0, 7211.538461538462, 8000.0, 1e6 / 3.0, 1.2e7, 0.37] {
+            let bound = short_idle(ptc);
+            assert!(bound > 0);
+            for ns in [0, 1, bound / 2, bound - 2, bound - 1] {
+                let m = (ptc * Duration(ns).as_secs_f64()) as i64;
+                assert_eq!(m, 0, "ptc {ptc}, {ns} ns");
+            }
+            // The bound is tight to about ten parts in a million (or a nanosecond or two).
+            let past = bound + bound / 100_000 + 2;
+            assert_eq!((ptc * Duration(past).as_secs_f64()) as i64, 1, "ptc {ptc}");
+        }
+    }
 
     #[test]
     fn decay_table_holds_the_powers_powi_gives() {

@@ -102,7 +102,33 @@ pub struct SubflowSeries {
     pub bandwidth_estimate_bps: Vec<f64>,
 }
 
+/// Move the rows out of `v`, leaving it room for as many again: the sampler then fills the
+/// next chunk of a run without growing the column from empty.
+fn take_keeping_room<T>(v: &mut Vec<T>) -> Vec<T> {
+    let room = Vec::with_capacity(v.len());
+    std::mem::replace(v, room)
+}
+
 impl SubflowSeries {
+    /// The rows so far, leaving each column room for as many again.
+    pub(crate) fn take_rows(&mut self) -> Self {
+        SubflowSeries {
+            time_s: take_keeping_room(&mut self.time_s),
+            flow: take_keeping_room(&mut self.flow),
+            subflow: take_keeping_room(&mut self.subflow),
+            cwnd_bytes: take_keeping_room(&mut self.cwnd_bytes),
+            ssthresh_bytes: take_keeping_room(&mut self.ssthresh_bytes),
+            srtt_s: take_keeping_room(&mut self.srtt_s),
+            rate_bps: take_keeping_room(&mut self.rate_bps),
+            alpha: take_keeping_room(&mut self.alpha),
+            epsilon: take_keeping_room(&mut self.epsilon),
+            weight: take_keeping_room(&mut self.weight),
+            score: take_keeping_room(&mut self.score),
+            backlog_packets: take_keeping_room(&mut self.backlog_packets),
+            bandwidth_estimate_bps: take_keeping_room(&mut self.bandwidth_estimate_bps),
+        }
+    }
+
     /// The value columns, in the order of [`SUBFLOW_SERIES_COLUMNS`] (which a scenario's
     /// `[series]` column selection indexes).
     pub fn value_columns(&mut self) -> [&mut Vec<f64>; 10] {
@@ -166,6 +192,20 @@ pub struct FlowSeries {
     pub rate_bps: Vec<f64>,
 }
 
+impl FlowSeries {
+    /// The rows so far, leaving each column room for as many again.
+    pub(crate) fn take_rows(&mut self) -> Self {
+        FlowSeries {
+            time_s: take_keeping_room(&mut self.time_s),
+            flow: take_keeping_room(&mut self.flow),
+            cwnd_bytes: take_keeping_room(&mut self.cwnd_bytes),
+            ssthresh_bytes: take_keeping_room(&mut self.ssthresh_bytes),
+            srtt_s: take_keeping_room(&mut self.srtt_s),
+            rate_bps: take_keeping_room(&mut self.rate_bps),
+        }
+    }
+}
+
 /// Link time series: one row per sampled link direction per sample.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LinkSeries {
@@ -183,6 +223,21 @@ pub struct LinkSeries {
     pub drops: Vec<u64>,
     /// Wire losses so far.
     pub wire_losses: Vec<u64>,
+}
+
+impl LinkSeries {
+    /// The rows so far, leaving each column room for as many again.
+    pub(crate) fn take_rows(&mut self) -> Self {
+        LinkSeries {
+            time_s: take_keeping_room(&mut self.time_s),
+            link: take_keeping_room(&mut self.link),
+            queue_packets: take_keeping_room(&mut self.queue_packets),
+            queue_bytes: take_keeping_room(&mut self.queue_bytes),
+            red_average: take_keeping_room(&mut self.red_average),
+            drops: take_keeping_room(&mut self.drops),
+            wire_losses: take_keeping_room(&mut self.wire_losses),
+        }
+    }
 }
 
 /// Jain's fairness index of goodput within one group.

@@ -262,10 +262,10 @@ impl Simulation {
             return;
         }
         while let Some(arrival) = self.net.link_arrival(l) {
-            if let Some((id, d)) = arrival {
+            if let Some(id) = arrival {
                 let p = *self.net.pool.get(id);
                 self.net.pool.free(id);
-                match (&mut self.flows[d.flow as usize], d.kind) {
+                match (&mut self.flows[p.flow as usize], p.kind) {
                     (Flow::Tcp { snd, .. }, PacketKind::Ack) => snd.on_ack(&p, &mut self.net),
                     (Flow::Tcp { rcv, .. }, _) => rcv.on_data(&p, &mut self.net),
                     (Flow::Cbr { sink, .. }, _) => {
@@ -275,9 +275,11 @@ impl Simulation {
                 }
             }
         }
-        self.net.links[l].rearm(&mut self.net.sched);
     }
 
+    // Rare (link changes, samples): out of line, so that the event loop keeps no registers
+    // or constants for them.
+    #[inline(never)]
     fn on_timeline(&mut self) {
         let now = self.net.now;
         if !self.timeline_timer.fire(now) {
@@ -297,6 +299,7 @@ impl Simulation {
         }
     }
 
+    #[inline(never)]
     fn on_sample(&mut self) {
         let now = self.net.now;
         if !self.sampler_timer.fire(now) {
@@ -486,7 +489,11 @@ impl Simulation {
     /// As [`Simulation::results`], moving the time series out instead of copying them, so
     /// the end of a long run does not briefly need twice their memory.
     pub fn into_results(mut self) -> Results {
-        let series = self.take_series();
+        let series = SeriesChunk {
+            flows: std::mem::take(&mut self.flow_series),
+            subflows: std::mem::take(&mut self.subflow_series),
+            links: std::mem::take(&mut self.link_series),
+        };
         self.build_results(series)
     }
 
@@ -494,10 +501,11 @@ impl Simulation {
     /// results hold only rows sampled after it. A driver that writes each chunk out as the
     /// run goes keeps the simulator's memory flat however long the simulated time.
     pub fn take_series(&mut self) -> SeriesChunk {
+        // The next chunk is usually as long as this one: each column keeps room for it.
         SeriesChunk {
-            flows: std::mem::take(&mut self.flow_series),
-            subflows: std::mem::take(&mut self.subflow_series),
-            links: std::mem::take(&mut self.link_series),
+            flows: self.flow_series.take_rows(),
+            subflows: self.subflow_series.take_rows(),
+            links: self.link_series.take_rows(),
         }
     }
 

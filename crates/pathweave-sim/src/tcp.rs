@@ -87,8 +87,12 @@ impl Control {
 
     #[inline]
     pub(crate) fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) {
-        self.cc.on_ack(p, ack, paths);
-        self.refresh();
+        let w = self.cc.on_ack_window(p, ack, paths).0;
+        // With one path the returned window is the only one that can have moved.
+        match &mut self.windows[..] {
+            [only] => *only = (w, w as f64),
+            _ => self.refresh(),
+        }
     }
 
     pub(crate) fn on_congestion_event(
@@ -239,6 +243,17 @@ impl DataSource {
         match self.total {
             Some(n) if dsn + 1 == n => self.last_payload,
             _ => self.mss,
+        }
+    }
+
+    /// Payload bytes of data segments `from..to`: every one carries `mss` except the last of
+    /// a sized transfer.
+    #[inline]
+    fn payload_between(&self, from: u64, to: u64) -> u64 {
+        let full = (to - from) * self.mss as u64;
+        match self.total {
+            Some(n) if from < n && n <= to => full - self.mss as u64 + self.last_payload as u64,
+            _ => full,
         }
     }
 
@@ -455,9 +470,7 @@ impl TcpSender {
         // Data level: the cumulative data ACK and the receive window.
         let data_ack = p.data_ack();
         if data_ack > self.data.data_una {
-            let bytes: u64 = (self.data.data_una..data_ack)
-                .map(|d| self.data.payload(d) as u64)
-                .sum();
+            let bytes = self.data.payload_between(self.data.data_una, data_ack);
             self.stats.bytes_acked += bytes;
             self.data.data_una = data_ack;
         }

@@ -90,6 +90,12 @@ pub trait MultipathController {
     fn on_path_removed(&mut self, p: PathId);
     /// An ACK on path `p` newly acknowledged data.
     fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>);
+    /// [`MultipathController::on_ack`], then the window it leaves path `p` (other paths'
+    /// windows may have moved too): one call where the controller sits behind an enum.
+    fn on_ack_window(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) -> Bytes {
+        self.on_ack(p, ack, paths);
+        self.window(p)
+    }
     /// Loss recovery starts on path `p`.
     fn on_congestion_event(&mut self, p: PathId, ev: &CongestionEvent, paths: &Paths<'_>);
     /// Loss recovery on path `p` ended with a full ACK.
@@ -157,6 +163,13 @@ impl<C: Controller + Clone> MultipathController for Uncoupled<C> {
         let v = view(paths, p);
         if let Some(c) = self.path(p) {
             c.on_ack(ack, &v);
+        }
+    }
+    fn on_ack_window(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) -> Bytes {
+        let v = view(paths, p);
+        match self.path(p) {
+            Some(c) => c.on_ack_window(ack, &v),
+            None => Bytes::ZERO,
         }
     }
     fn on_congestion_event(&mut self, p: PathId, ev: &CongestionEvent, paths: &Paths<'_>) {

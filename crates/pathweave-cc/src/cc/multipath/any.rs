@@ -109,6 +109,9 @@ impl MultipathController for AnyMultipathController {
     fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) {
         dispatch!(self, c => c.on_ack(p, ack, paths))
     }
+    fn on_ack_window(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) -> Bytes {
+        dispatch!(self, c => c.on_ack_window(p, ack, paths))
+    }
     fn on_congestion_event(&mut self, p: PathId, ev: &CongestionEvent, paths: &Paths<'_>) {
         dispatch!(self, c => c.on_congestion_event(p, ev, paths))
     }
