@@ -82,11 +82,9 @@ pub struct Subflow {
     high_sacked: u64,
     /// Segments deemed lost by the last scoreboard update.
     lost_segs: u64,
-    /// PRR (RFC 6937), in segments: the flight size when recovery began (RecoverFS), data
-    /// delivered and sent since, and what the last ACK allows to be sent.
-    prr_recover_fs: u64,
-    prr_delivered: u64,
-    prr_out: u64,
+    /// PRR's state in the current recovery (RFC 6937).
+    prr: Prr,
+    /// Segments the last ACK lets PRR send.
     prr_allow: u64,
     /// Segments the ACK being processed newly SACKed.
     newly_sacked: u64,
@@ -118,9 +116,7 @@ impl Subflow {
             partial_seen: false,
             high_sacked: 0,
             lost_segs: 0,
-            prr_recover_fs: 0,
-            prr_delivered: 0,
-            prr_out: 0,
+            prr: Prr::default(),
             prr_allow: 0,
             newly_sacked: 0,
             rto_at: None,
@@ -360,7 +356,7 @@ impl Subflow {
         } {
             if prr {
                 self.prr_allow -= 1;
-                self.prr_out += 1;
+                self.prr.out += 1;
             }
             // (1) the lowest segment deemed lost and not yet retransmitted in this recovery.
             while cursor < self.segs.len() {
@@ -402,7 +398,7 @@ impl Subflow {
                     if prr {
                         // Nothing went out: the allowance stays for a later call.
                         self.prr_allow += 1;
-                        self.prr_out -= 1;
+                        self.prr.out -= 1;
                     }
                     break;
                 }
@@ -440,23 +436,19 @@ impl Subflow {
     /// reports delivered (`delivered` segments, cumulatively acknowledged or newly SACKed).
     fn prr_step(&mut self, delivered: u64, una_advanced: bool, cc: &Cc) {
         let lost_before = self.lost_segs;
-        self.prr_delivered += delivered;
+        self.prr.delivered += delivered;
         let pipe = self.update_scoreboard();
         // A safe ACK advances snd_una and shows no further loss.
         let safe = una_advanced && self.lost_segs <= lost_before;
         let sndcnt = prr_sndcnt(
-            Prr {
-                recover_fs: self.prr_recover_fs,
-                delivered: self.prr_delivered,
-                out: self.prr_out,
-            },
+            self.prr,
             cc.window(self.pid()) / self.mss(),
             pipe,
             delivered,
             safe,
         );
         // The fast retransmit goes out whatever the arithmetic says.
-        self.prr_allow = if self.prr_out == 0 {
+        self.prr_allow = if self.prr.out == 0 {
             sndcnt.max(1)
         } else {
             sndcnt
@@ -499,12 +491,14 @@ impl Subflow {
                 self.update_scoreboard();
                 if self.cfg.prr {
                     // RFC 6937 §3, on entering recovery; this ACK's SACKs count as delivered.
-                    self.prr_recover_fs = self.snd_max - self.snd_una;
-                    self.prr_delivered = 0;
-                    self.prr_out = 0;
+                    self.prr = Prr {
+                        recover_fs: self.snd_max - self.snd_una,
+                        delivered: 0,
+                        out: 0,
+                    };
                     self.prr_step(self.newly_sacked, false, cc);
                     self.prr_allow -= 1;
-                    self.prr_out += 1;
+                    self.prr.out += 1;
                 }
                 if let Some(s) = self.segs.front_mut() {
                     s.lost = true;
@@ -681,7 +675,7 @@ impl Subflow {
 }
 
 /// PRR's state in one recovery, in segments.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Prr {
     /// The flight size when recovery began.
     recover_fs: u64,
