@@ -93,12 +93,13 @@ def no_controller_left_behind():
 def _doc(name: str, seconds: float, algorithm: str, linux_arithmetic: bool) -> dict[str, Any]:
     """A scenario of the repository in ``COPIES`` copies, with its duration set, limited
     transmit on, proportional rate reduction on with SACK recovery (Linux has both and cannot
-    turn them off; the emulator ignores the settings), and the flow named "mp" on
-    ``algorithm``."""
+    turn them off), MPTCP's option bytes taken out of each subflow segment as Linux does (the
+    emulator ignores these settings), and the flow named "mp" on ``algorithm``."""
     src = SCENARIOS / name if (SCENARIOS / name).exists() else KERNEL_SCENARIOS / name
     doc = tomllib.loads(src.read_text(encoding="utf-8"))
     doc["duration"] = f"{seconds}s"
     doc.setdefault("tcp", {})["limited_transmit"] = True
+    doc["tcp"]["mptcp_options"] = True
     if doc["tcp"].get("recovery") == "sack":
         doc["tcp"]["prr"] = True
     for f in doc["flow"]:

@@ -123,12 +123,7 @@ pub fn available_algorithms() -> Vec<String> {
 
 /// Whether flow `f` runs as an MPTCP connection: a multipath algorithm or several paths.
 pub(crate) fn is_multipath(f: &pathweave_sim::scenario::FlowSpec) -> bool {
-    match &f.kind {
-        FlowKind::Tcp { control, .. } => {
-            f.subflows.len() > 1 || !matches!(control.name.as_str(), "reno" | "veno" | "westwood")
-        }
-        FlowKind::Cbr { .. } => false,
-    }
+    f.runs_as_mptcp()
 }
 
 /// The slowest link rate on each flow's path, summed over flows (bit/s).

@@ -21,7 +21,10 @@ mod values;
 
 pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec};
 pub use file::{read_scenario_file, MAX_FILE_BYTES};
-pub use flows::{FlowKind, FlowSpec, SubflowSpec, TcpSettings, TCP_KEYS};
+pub use flows::{
+    FlowKind, FlowSpec, SubflowSpec, TcpSettings, MPTCP_DSS_ACK_BYTES, MPTCP_DSS_DATA_BYTES,
+    TCP_KEYS,
+};
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};
 pub use series::{Columns, SeriesSpec};
 

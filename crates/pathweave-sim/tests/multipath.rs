@@ -233,3 +233,102 @@ fn each_subflow_counts_the_drops_of_its_own_packets() {
     assert_eq!(r.flows.drops[0], r.subflows.drops[0] + r.subflows.drops[1]);
     assert_eq!(r.flows.drops[1], r.subflows.drops[2]);
 }
+
+/// `mptcp_options = true`: an MPTCP connection's segments give the DSS option's 24 bytes of
+/// their payload to it (RFC 8684 §3.3, as Linux sends it), so the wire size stays
+/// `mss + header` and the payload is `mss − 24`; its ACKs grow by the 8-byte data ACK. Flows
+/// that are plain TCP keep their settings; a one-path flow of a multipath algorithm is an
+/// MPTCP connection too.
+#[test]
+fn mptcp_options_take_the_dss_option_out_of_each_segment() {
+    let text = r#"
+duration = "10s"
+[tcp]
+mptcp_options = true
+[[link]]
+name = "l{i}"
+count = 2
+rate = "10Mbps"
+delay = "10ms"
+[[flow]]
+name = "mp"
+subflows = [ { path = ["l0"] }, { path = ["l1"] } ]
+[[flow]]
+name = "tcp"
+path = ["l0"]
+[[flow]]
+name = "lia1"
+algorithm = "lia"
+path = ["l1"]
+[[flow]]
+name = "veno"
+algorithm = "veno"
+path = ["l1"]
+"#;
+    let sc = scenario(text);
+    let settings: Vec<(u32, u32, u32, bool)> = sc
+        .flows
+        .iter()
+        .map(|f| match &f.kind {
+            pathweave_sim::scenario::FlowKind::Tcp { cfg, .. } => {
+                (cfg.mss, cfg.header, cfg.ack_size, f.runs_as_mptcp())
+            }
+            _ => unreachable!("every flow is TCP"),
+        })
+        .collect();
+    assert_eq!(
+        settings,
+        [
+            (976, 64, 48, true),
+            (1000, 40, 40, false),
+            (976, 64, 48, true),
+            (1000, 40, 40, false)
+        ]
+    );
+    // Without the setting nothing changes, MPTCP or not.
+    let plain = scenario(&text.replace("mptcp_options = true", ""));
+    for f in &plain.flows {
+        let pathweave_sim::scenario::FlowKind::Tcp { cfg, .. } = &f.kind else {
+            unreachable!()
+        };
+        assert_eq!((cfg.mss, cfg.header, cfg.ack_size), (1000, 40, 40));
+    }
+}
+
+/// On two disjoint paths alone, uncoupled subflows fill both links with packets of the same
+/// wire size either way, so with the option each packet carries 976 of its 1040 bytes as
+/// payload instead of 1000: the goodput bound falls from 15 Mbit/s × 1000/1040 to
+/// 15 Mbit/s × 976/1040, which the run without the option exceeds. A sized transfer still
+/// arrives exactly, in segments of 976 bytes.
+#[test]
+fn mptcp_options_cost_the_option_bytes_of_goodput_and_nothing_else() {
+    let with = |t: &str| t.replace("[tcp]", "[tcp]\nmptcp_options = true");
+    let plain = run(&scenario(&two_paths("", "", "", "")), None);
+    let opt = run(&scenario(&with(&two_paths("", "", "", ""))), None);
+    let bound = |payload: f64| 15e6 * payload / 1040.0;
+    let (g0, g1) = (plain.flows.goodput_bps[0], opt.flows.goodput_bps[0]);
+    assert!(g0 > bound(976.0) && g0 <= bound(1000.0), "{g0}");
+    assert!(g1 > 0.9 * bound(976.0) && g1 <= bound(976.0), "{g1}");
+    // Every packet on the wire is still mss + header = 1040 bytes.
+    let a = link_row(&opt, "a");
+    assert_eq!(
+        opt.links.delivered_bytes[a],
+        1040 * opt.links.delivered_packets[a]
+    );
+
+    let size = 4_000_500u64;
+    let text = with(&two_paths(
+        "",
+        "loss = 0.01",
+        &format!("traffic = {{ type = \"transfer\", size = \"{size}B\" }}"),
+        "",
+    ));
+    let r = run(&scenario(&text), Some(4));
+    assert_eq!(
+        r.flows.delivered_bytes[0], size,
+        "every byte delivered once"
+    );
+    let first_sends =
+        r.subflows.packets_sent.iter().sum::<u64>() - r.subflows.retransmits.iter().sum::<u64>();
+    assert_eq!(first_sends, size.div_ceil(976), "segments of 976 bytes");
+}

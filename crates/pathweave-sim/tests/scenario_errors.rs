@@ -97,6 +97,16 @@ fn each_mistake_names_its_field_and_value() {
             &["flow[0].prr", "true or false"],
         ),
         (
+            "path = [\"l\"]",
+            "path = [\"l\"]\nmptcp_options = \"yes\"",
+            &["flow[0].mptcp_options", "yes", "true or false"],
+        ),
+        (
+            "path = [\"l\"]",
+            "path = [\"l\"]\nalgorithm = \"lia\"\nmptcp_options = true\nmss = \"24B\"",
+            &["flow[0].mss", "24B", "DSS", "at least 25B"],
+        ),
+        (
             "name = \"f\"",
             "name = \"f\"\nalgorithm = \"cubicx\"",
             &["flow[0].algorithm", "cubicx", "reno"],
@@ -610,6 +620,7 @@ fn contradictions_are_refused() {
         ("delayed_ack", "true"),
         ("limited_transmit", "true"),
         ("prr", "false"),
+        ("mptcp_options", "true"),
         ("ack_size", "\"40B\""),
         ("receive_buffer", "\"1MB\""),
         ("scheduler", "\"roundrobin\""),

@@ -61,9 +61,47 @@ pub struct TcpSettings {
     pub limited_transmit: bool,
     /// Proportional rate reduction (RFC 6937) in SACK recovery.
     pub prr: bool,
+    /// Whether an MPTCP connection's segments carry MPTCP's data-sequence option inside the
+    /// segment size ([`MPTCP_DSS_DATA_BYTES`], [`MPTCP_DSS_ACK_BYTES`]). Set on a flow it
+    /// says what was asked; a flow that runs as MPTCP ([`FlowSpec::runs_as_mptcp`]) then
+    /// holds settings with the option already taken out of `mss` and added to `header` and
+    /// `ack_size`.
+    pub mptcp_options: bool,
 }
 
+/// Bytes of MPTCP's DSS option on a data segment as Linux sends it: the 4-byte option head,
+/// a 4-byte data ACK and the 14-byte mapping (64-bit data sequence number, subflow sequence
+/// number, data-level length), 22 bytes padded to the TCP option alignment of 4 (RFC 8684
+/// §3.3, Figure 7; a DSS checksum, when negotiated, fills the padding). The segment stays
+/// within the path's MTU, so its payload shrinks by this much: with a 1040-byte MTU and no
+/// timestamps a Linux subflow's full segments hold 976 bytes (its peer's `rcv_mss`, read
+/// with `ss -ti`), a plain TCP segment 1000.
+pub const MPTCP_DSS_DATA_BYTES: u32 = 24;
+
+/// Bytes of MPTCP's DSS option on a pure ACK: the 4-byte head and a 4-byte data ACK (RFC 8684
+/// §3.3).
+pub const MPTCP_DSS_ACK_BYTES: u32 = 8;
+
 impl TcpSettings {
+    /// The settings of an MPTCP connection's subflows: with `mptcp_options`, each data
+    /// segment gives [`MPTCP_DSS_DATA_BYTES`] of its payload to the option and each ACK
+    /// grows by [`MPTCP_DSS_ACK_BYTES`]; without, unchanged. `None` if `mss` leaves no
+    /// payload.
+    pub fn for_mptcp(&self) -> Option<TcpSettings> {
+        if !self.mptcp_options {
+            return Some(*self);
+        }
+        Some(TcpSettings {
+            mss: self
+                .mss
+                .checked_sub(MPTCP_DSS_DATA_BYTES)
+                .filter(|&m| m > 0)?,
+            header: self.header + MPTCP_DSS_DATA_BYTES,
+            ack_size: self.ack_size + MPTCP_DSS_ACK_BYTES,
+            ..*self
+        })
+    }
+
     /// The transport configuration.
     pub fn config(&self) -> TcpConfig {
         TcpConfig {
@@ -106,6 +144,7 @@ impl Default for TcpSettings {
             scheduler: SchedulerKind::MinRtt,
             limited_transmit: false,
             prr: false,
+            mptcp_options: false,
         }
     }
 }
@@ -146,6 +185,24 @@ pub struct FlowSpec {
     pub start: Instant,
     /// When it stops offering new data, if before the end.
     pub stop: Option<Instant>,
+}
+
+/// Whether a TCP flow with this controller and this many subflows runs as an MPTCP
+/// connection on a real stack: a multipath algorithm, or more than one path. Plain Reno, Veno
+/// and Westwood on one path are single-path TCP.
+fn runs_as_mptcp(control: &ControlSpec, subflows: usize) -> bool {
+    subflows > 1 || !matches!(control.name.as_str(), "reno" | "veno" | "westwood")
+}
+
+impl FlowSpec {
+    /// Whether this flow runs as an MPTCP connection on a real stack (see
+    /// [`TcpSettings::mptcp_options`]); a CBR flow never does.
+    pub fn runs_as_mptcp(&self) -> bool {
+        match &self.kind {
+            FlowKind::Tcp { control, .. } => runs_as_mptcp(control, self.subflows.len()),
+            FlowKind::Cbr { .. } => false,
+        }
+    }
 }
 
 impl Reader<'_> {
@@ -211,6 +268,9 @@ impl Reader<'_> {
         if let Some(v) = t.get("prr") {
             s.prr = self.boolean(&join(path, "prr"), v)?;
         }
+        if let Some(v) = t.get("mptcp_options") {
+            s.mptcp_options = self.boolean(&join(path, "mptcp_options"), v)?;
+        }
         // PRR replaces RFC 6675's `cwnd − pipe` rule; the other recoveries have none.
         if s.prr && s.recovery != Recovery::Sack {
             let key = if t.contains_key("prr") {
@@ -251,6 +311,28 @@ impl Reader<'_> {
             }
         }
         Ok(s)
+    }
+
+    /// `cfg` with MPTCP's option bytes taken into the segments, or an error naming `mss`.
+    fn mptcp_settings(&self, t: &Table, path: &str, cfg: &TcpSettings) -> R<TcpSettings> {
+        cfg.for_mptcp().ok_or_else(|| {
+            let key = if t.contains_key("mss") {
+                "mss"
+            } else {
+                "mptcp_options"
+            };
+            let v = t.get(key).cloned().unwrap_or(Value::Boolean(true));
+            self.invalid(
+                &join(path, key),
+                &v,
+                format!(
+                    "mss = {}B leaves no payload beside MPTCP's {MPTCP_DSS_DATA_BYTES}-byte DSS \
+                     option (mptcp_options = true); give mss of at least {}B",
+                    cfg.mss,
+                    MPTCP_DSS_DATA_BYTES + 1
+                ),
+            )
+        })
     }
 
     /// `header`: the TCP/IP header bytes of a data segment, from 0B to [`MAX_HEADER_BYTES`].
@@ -485,8 +567,13 @@ impl Reader<'_> {
             }
             FlowKind::Cbr { rate, size }
         } else {
-            let cfg = self.tcp_settings(t, path, *tcp)?;
-            let control = self.control(t, path, &cfg)?;
+            let mut cfg = self.tcp_settings(t, path, *tcp)?;
+            let mut control = self.control(t, path, &cfg)?;
+            if cfg.mptcp_options && runs_as_mptcp(&control, subflows.len()) {
+                // The controller counts in segments of the subflows' payload.
+                cfg = self.mptcp_settings(t, path, &cfg)?;
+                control = self.control(t, path, &cfg)?;
+            }
             self.check_bmc_period(t, path, &control, &subflows, links.list)?;
             self.check_bmc_lists(t, path, &control, subflows.len())?;
             let traffic = match traffic_v {
@@ -654,4 +741,5 @@ pub const TCP_KEYS: &[&str] = &[
     "recovery",
     "limited_transmit",
     "prr",
+    "mptcp_options",
 ];
