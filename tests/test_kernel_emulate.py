@@ -91,10 +91,10 @@ def no_controller_left_behind():
 
 
 def _doc(name: str, seconds: float, algorithm: str, linux_arithmetic: bool) -> dict[str, Any]:
-    """A scenario of the repository in ``COPIES`` copies, with its duration set, limited
-    transmit on, proportional rate reduction on with SACK recovery (Linux has both and cannot
-    turn them off), MPTCP's option bytes taken out of each subflow segment as Linux does (the
-    emulator ignores these settings), and the flow named "mp" on ``algorithm``."""
+    """A scenario of the repository in ``COPIES`` copies, with its duration set, the flow named
+    "mp" on ``algorithm``, and the simulator set to do what Linux does (the emulator ignores
+    these settings): limited transmit; with SACK recovery, proportional rate reduction and the
+    SACKs kept across a timeout; MPTCP's option bytes taken out of each subflow segment."""
     src = SCENARIOS / name if (SCENARIOS / name).exists() else KERNEL_SCENARIOS / name
     doc = tomllib.loads(src.read_text(encoding="utf-8"))
     doc["duration"] = f"{seconds}s"
@@ -102,6 +102,7 @@ def _doc(name: str, seconds: float, algorithm: str, linux_arithmetic: bool) -> d
     doc["tcp"]["mptcp_options"] = True
     if doc["tcp"].get("recovery") == "sack":
         doc["tcp"]["prr"] = True
+        doc["tcp"]["keep_sack_on_rto"] = True
     for f in doc["flow"]:
         if f["name"] == "mp":
             f["algorithm"] = algorithm

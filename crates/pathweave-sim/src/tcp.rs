@@ -165,6 +165,11 @@ pub struct TcpConfig {
     /// Proportional rate reduction (RFC 6937) during SACK recovery: how much is sent on each
     /// ACK is the delivered data scaled to the reduction, not `cwnd − pipe`.
     pub prr: bool,
+    /// With SACK recovery, what the receiver SACKed survives a retransmission timeout, as in
+    /// Linux: the timeout marks only the segments not SACKed as lost, they are resent in order
+    /// as the window allows, and SACKed segments count neither as sent again nor as in flight.
+    /// Otherwise the timeout forgets the SACKs (RFC 2018 §8) and goes back N over all of them.
+    pub keep_sack_on_rto: bool,
     /// Connection-level receive buffer in segments, `None` for unlimited.
     pub receive_buffer: Option<u32>,
     /// Multipath scheduler.

@@ -98,6 +98,20 @@ fn each_mistake_names_its_field_and_value() {
         ),
         (
             "path = [\"l\"]",
+            "path = [\"l\"]\nkeep_sack_on_rto = true",
+            &[
+                "flow[0].keep_sack_on_rto",
+                "needs recovery = \"sack\"",
+                "scoreboard",
+            ],
+        ),
+        (
+            "path = [\"l\"]",
+            "path = [\"l\"]\nrecovery = \"newreno\"\nkeep_sack_on_rto = 0",
+            &["flow[0].keep_sack_on_rto", "true or false"],
+        ),
+        (
+            "path = [\"l\"]",
             "path = [\"l\"]\nmptcp_options = \"yes\"",
             &["flow[0].mptcp_options", "yes", "true or false"],
         ),
@@ -621,6 +635,7 @@ fn contradictions_are_refused() {
         ("limited_transmit", "true"),
         ("prr", "false"),
         ("mptcp_options", "true"),
+        ("keep_sack_on_rto", "true"),
         ("ack_size", "\"40B\""),
         ("receive_buffer", "\"1MB\""),
         ("scheduler", "\"roundrobin\""),

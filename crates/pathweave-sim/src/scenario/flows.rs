@@ -61,6 +61,8 @@ pub struct TcpSettings {
     pub limited_transmit: bool,
     /// Proportional rate reduction (RFC 6937) in SACK recovery.
     pub prr: bool,
+    /// SACK information kept across a retransmission timeout (Linux), with SACK recovery.
+    pub keep_sack_on_rto: bool,
     /// Whether an MPTCP connection's segments carry MPTCP's data-sequence option inside the
     /// segment size ([`MPTCP_DSS_DATA_BYTES`], [`MPTCP_DSS_ACK_BYTES`]). Set on a flow it
     /// says what was asked; a flow that runs as MPTCP ([`FlowSpec::runs_as_mptcp`]) then
@@ -118,6 +120,7 @@ impl TcpSettings {
             dupthresh: 3,
             limited_transmit: self.limited_transmit,
             prr: self.prr,
+            keep_sack_on_rto: self.keep_sack_on_rto,
             receive_buffer: self
                 .receive_buffer
                 .map(|b| b.div_ceil(self.mss as u64).clamp(1, u32::MAX as u64 - 1) as u32),
@@ -144,6 +147,7 @@ impl Default for TcpSettings {
             scheduler: SchedulerKind::MinRtt,
             limited_transmit: false,
             prr: false,
+            keep_sack_on_rto: false,
             mptcp_options: false,
         }
     }
@@ -271,21 +275,33 @@ impl Reader<'_> {
         if let Some(v) = t.get("mptcp_options") {
             s.mptcp_options = self.boolean(&join(path, "mptcp_options"), v)?;
         }
-        // PRR replaces RFC 6675's `cwnd − pipe` rule; the other recoveries have none.
-        if s.prr && s.recovery != Recovery::Sack {
-            let key = if t.contains_key("prr") {
-                "prr"
-            } else {
-                "recovery"
-            };
-            let f = join(path, key);
-            let v = t.get(key).cloned().unwrap_or(Value::Boolean(true));
-            return Err(self.invalid(
-                &f,
-                &v,
-                "prr = true needs recovery = \"sack\" (proportional rate reduction works on \
-                 the SACK scoreboard's pipe)",
-            ));
+        if let Some(v) = t.get("keep_sack_on_rto") {
+            s.keep_sack_on_rto = self.boolean(&join(path, "keep_sack_on_rto"), v)?;
+        }
+        // PRR replaces RFC 6675's `cwnd − pipe` rule, and only SACK recovery has SACKs to
+        // keep across a timeout; the other recoveries have neither.
+        for (on, key, what) in [
+            (
+                s.prr,
+                "prr",
+                "proportional rate reduction works on the SACK scoreboard's pipe",
+            ),
+            (
+                s.keep_sack_on_rto,
+                "keep_sack_on_rto",
+                "only SACK recovery keeps a scoreboard of what the receiver holds",
+            ),
+        ] {
+            if on && s.recovery != Recovery::Sack {
+                let field_key = if t.contains_key(key) { key } else { "recovery" };
+                let f = join(path, field_key);
+                let v = t.get(field_key).cloned().unwrap_or(Value::Boolean(true));
+                return Err(self.invalid(
+                    &f,
+                    &v,
+                    format!("{key} = true needs recovery = \"sack\" ({what})"),
+                ));
+            }
         }
         // The receive buffer is kept in segments of mss, a u32; either key may be the one
         // written here (the other may come from [tcp]).
@@ -741,5 +757,6 @@ pub const TCP_KEYS: &[&str] = &[
     "recovery",
     "limited_transmit",
     "prr",
+    "keep_sack_on_rto",
     "mptcp_options",
 ];

@@ -306,13 +306,22 @@ impl Subflow {
             0
         };
         let mut sent_new = 0;
+        // After a timeout that kept the SACKs (Linux's loss state, until the ACK passes what
+        // was outstanding then), SACKed segments below snd_nxt are not in flight.
+        let mut sacked_below =
+            if self.cfg.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
+                let upto = (self.snd_nxt - self.snd_una) as usize;
+                self.segs.iter().take(upto).filter(|s| s.sacked).count() as u64
+            } else {
+                0
+            };
         loop {
             let extra = if self.snd_nxt >= self.snd_max {
                 limited
             } else {
                 0
             };
-            if self.snd_nxt - self.snd_una >= wnd + extra {
+            if self.snd_nxt - self.snd_una - sacked_below >= wnd + extra {
                 break;
             }
             if self.snd_nxt < self.snd_max {
@@ -321,6 +330,8 @@ impl Subflow {
                 self.snd_nxt += 1;
                 if !self.segs[(seq - self.snd_una) as usize].sacked {
                     self.transmit(seq, net);
+                } else if self.cfg.keep_sack_on_rto {
+                    sacked_below += 1;
                 }
                 continue;
             }
@@ -660,9 +671,14 @@ impl Subflow {
         self.inflation = 0;
         self.dupacks = 0;
         self.recover = Some(self.snd_max - 1);
-        self.high_sacked = 0;
+        // RFC 2018 §8: the receiver may have reneged, so forget its SACKs; Linux keeps them
+        // (and marks the rest lost) unless it has seen reneging, which this receiver never does.
+        let keep = self.cfg.keep_sack_on_rto;
+        if !keep {
+            self.high_sacked = 0;
+        }
         for s in self.segs.iter_mut() {
-            s.sacked = false;
+            s.sacked &= keep;
             s.lost = false;
             s.rec_retx = false;
         }
