@@ -474,6 +474,47 @@ def test_rerun_replaces_previous_results(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.toml", "out"]
 
 
+@pytest.mark.parametrize("stranger", ["notes.txt", "good.toml"])
+def test_results_beside_files_of_the_user_are_refused_and_left_alone(
+    tmp_path: Path, stranger: str
+) -> None:
+    """Writing replaces the whole directory, so earlier results next to anything pathweave
+    did not write (the user's notes, or the very scenario being run) are refused."""
+    out = tmp_path / "out"
+    scenario = write_scenario(tmp_path, GOOD, "good.toml")
+    assert pathweave_cli("run", scenario, "--out", out, "--quiet").returncode == 0
+    (out / stranger).write_text(GOOD)
+    before = sorted(p.name for p in out.iterdir())
+    proc = pathweave_cli(
+        "run", out / stranger if stranger.endswith(".toml") else scenario, "--out", out
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert stranger in proc.stderr, proc.stderr
+    assert "did not write" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert (out / stranger).read_text() == GOOD
+
+
+def test_plot_of_a_run_that_records_no_series(tmp_path: Path) -> None:
+    """``[series]`` may leave out what the plot draws; the panels then say so."""
+    scenario = write_scenario(tmp_path, "series = false\n" + GOOD, "quiet.toml")
+    proc = pathweave_cli("run", scenario, "--plot", "--out", tmp_path / "out", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "run.png").stat().st_size > 0
+
+
+def test_a_failed_run_leaves_no_directory_it_created(tmp_path: Path) -> None:
+    def fail(_: object) -> None:
+        raise RuntimeError("stopped by the test")
+
+    target = tmp_path / "deep" / "er" / "out"
+    sc = pathweave.parse(GOOD.replace('duration = "3s"', 'duration = "600s"'), "good.toml")
+    with pytest.raises(RuntimeError, match="stopped by the test"):
+        pathweave.run(sc, out=target, on_progress=fail)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, GOOD, "good.toml")
     blocker = tmp_path / "taken"

@@ -570,23 +570,53 @@ class Result:
         (directory / "run.json").write_text(text + "\n", encoding="utf-8")
 
 
+# What pathweave writes into a results directory, by the file that marks it: a run's (or an
+# emulation's) tables, plot and manifest; a comparison's table and plot.
+_RESULT_FILES: dict[str, frozenset[str]] = {
+    "run.json": frozenset(
+        {f"{t}.{ext}" for t in TABLES for ext in ("parquet", "csv")} | {"run.json", "run.png"}
+    ),
+    "compare.csv": frozenset({"compare.csv", "compare.png"}),
+}
+
+
 def check_output_directory(target: Path, marker: str = "run.json") -> None:
     """Raise (``OSError``) unless ``target`` may receive results: absent, or a directory that
-    is empty or holds earlier results (the file ``marker``, ``run.json`` for a run), in a
-    directory that can be written (created if missing). Writing replaces the whole directory,
-    so anything else there would be lost."""
+    is empty or holds earlier results (the file ``marker``, ``run.json`` for a run, and
+    nothing but the files such results consist of), in a directory that can be written.
+    Writing replaces the whole directory, so anything else there would be lost; this check
+    creates nothing."""
     if target.exists():
         if not target.is_dir():
             raise NotADirectoryError(f"{target} exists and is not a directory")
-        if not ((target / marker).is_file() or not any(target.iterdir())):
+        names = sorted(p.name for p in target.iterdir())
+        if names and marker not in names:
             raise FileExistsError(
                 f"{target} exists and does not hold pathweave results (no {marker}); writing "
                 "would replace it, so choose another directory or remove it"
             )
-    # The results are written beside the target and renamed; try that now, not after a run.
+        ours = _RESULT_FILES.get(marker, frozenset({marker}))
+        foreign = [n for n in names if n not in ours]
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise FileExistsError(
+                f"{target} holds earlier results but also {shown}, which pathweave did not "
+                "write; writing would replace the whole directory, so choose another "
+                "directory or move them out"
+            )
+    # The results are written beside the target and renamed: the nearest existing ancestor
+    # must be a writable directory (missing ones are created only when the results are).
     parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    os.rmdir(tempfile.mkdtemp(prefix=f".{target.name}.probe-", dir=parent))
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise NotADirectoryError(f"{parent} is not a directory, so {target} cannot be created")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=f".{target.name}.probe-", dir=parent))
+    except OSError as e:
+        raise PermissionError(
+            f"{target} cannot be created: {parent} cannot be written ({e.strerror})"
+        ) from None
 
 
 @contextmanager
@@ -597,14 +627,21 @@ def _atomic_directory(target: Path, marker: str = "run.json") -> Iterator[Path]:
     """
     check_output_directory(target, marker)
     parent = target.parent
+    # The ancestors made here go again if the results are not written.
+    made = [p for p in (parent, *parent.parents) if not p.exists()]
     parent.mkdir(parents=True, exist_ok=True)
     tmp = parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"
-    tmp.mkdir()  # with the usual permissions (umask applies), unlike tempfile.mkdtemp
     try:
+        tmp.mkdir()  # with the usual permissions (umask applies), unlike tempfile.mkdtemp
         yield tmp
         _replace_directory(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        for p in made:  # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                break
         raise
 
 

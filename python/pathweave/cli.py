@@ -751,7 +751,10 @@ def _sweep_out_problem(out: Path) -> str | None:
     names = {p.name for p in out.iterdir()}
     if not names or "sweep.json" in names or names == {"cache"}:
         return None
-    return f"{out} exists and does not hold a sweep's results (no sweep.json); choose another"
+    return (
+        f"{out} exists and does not hold a sweep's results (no sweep.json); choose another "
+        "directory or remove it"
+    )
 
 
 def _sweep_table(name: str, params: list[str], summary: pd.DataFrame) -> Table:

@@ -202,15 +202,30 @@ def plot_comparison(c: Comparison, png: Path) -> None:
     ax.set_ylabel("throughput (Mbit/s)")
     ax.set_title(f"{c.flow} vs the other flows (dashed: equal share)")
     ax.legend(fontsize=8)
+    drawn = 0
     for alg in algs:
         res = c.results[alg]
         index = int(res.flows.index[res.flows["name"] == c.flow][0])
         s = res.flow_series[res.flow_series["flow"] == index]
+        if "cwnd_bytes" not in s.columns or s.empty:  # left out by the scenario's [series]
+            continue
         bx.plot(s["time_s"], s["cwnd_bytes"] / 1000.0, lw=0.8, label=alg)
+        drawn += 1
     bx.set_xlabel("time (s)")
     bx.set_ylabel(f"{c.flow} total cwnd (kB)")
     bx.set_title("window of the multipath flow")
-    bx.legend(fontsize=8)
+    if drawn:
+        bx.legend(fontsize=8)
+    else:
+        bx.text(
+            0.5,
+            0.5,
+            f"not recorded: {c.flow}'s cwnd_bytes is not in the time series (see [series])",
+            ha="center",
+            va="center",
+            transform=bx.transAxes,
+            fontsize=8,
+        )
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)

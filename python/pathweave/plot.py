@@ -75,8 +75,26 @@ def _goodput(ax: Axes, result: RunTables) -> None:
     ax.set_title("(a) goodput per flow", loc="left")
 
 
+def _not_recorded(ax: Axes, title: str, column: str) -> None:
+    """An empty panel saying that the scenario's ``[series]`` left ``column`` out."""
+    ax.set_title(title, loc="left")
+    ax.text(
+        0.5,
+        0.5,
+        f"not recorded: {column} is not in this run's time series (see [series])",
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+    )
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
 def _cwnd(ax: Axes, result: RunTables, packets: bool) -> None:
     series = result.flow_series
+    if "cwnd_bytes" not in series.columns:
+        _not_recorded(ax, "(b) congestion window", "cwnd_bytes")
+        return
     mss = result.scenario.flow_mss_bytes
     drawn = 0
     for i, name in enumerate(result.flows["name"]):
@@ -98,6 +116,9 @@ def _cwnd(ax: Axes, result: RunTables, packets: bool) -> None:
 
 def _queues(ax: Axes, result: RunTables) -> None:
     series = result.link_series
+    if "queue_packets" not in series.columns:
+        _not_recorded(ax, "(c) queue length per link", "queue_packets")
+        return
     links = result.links
     # Busiest first, so the legend (which names only the first few) names those that matter.
     peaks = (
