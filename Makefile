@@ -1,5 +1,6 @@
 # pathweave: the two commands are `make demo` (set up, run the headline simulation) and
-# `make test` (set up, run every test). Everything installs into .venv and target/.
+# `make test` (set up, run every test except the Python ones marked slow, which `make slow`
+# runs). Everything installs into .venv and target/.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv

@@ -246,11 +246,17 @@ def test_write_replaces_an_existing_directory(result: pathweave.Result, tmp_path
     out = root / "out"
     out.mkdir(parents=True)
     (out / "run.json").write_text("{}")
-    (out / "stale.txt").write_text("from an earlier run")
+    (out / "flows.parquet").write_text("from an earlier run in the other format")
     result.write(out, format="csv")
-    assert not (out / "stale.txt").exists()
+    assert not (out / "flows.parquet").exists()
     assert (out / "flows.csv").exists()
     assert sorted(p.name for p in root.iterdir()) == ["out"]  # nothing left beside it
+    # Beside anything pathweave did not write, earlier results are refused and kept.
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"notes\.txt, which pathweave did not write"):
+        result.write(out, format="csv")
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "flows.csv").exists()
 
 
 def test_write_refuses_a_directory_of_other_data(result: pathweave.Result, tmp_path: Path) -> None:

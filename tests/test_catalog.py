@@ -98,3 +98,13 @@ def test_the_override_is_used_and_a_missing_file_names_the_experiment_once(
     err = capsys.readouterr().err
     assert err.count("reno-square-root:") == 1, err
     assert str(tmp_path / "reno-square-root" / "reno.toml") in err
+
+
+def test_an_empty_or_missing_override_is_named_in_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for where, state in ((tmp_path, ""), (tmp_path / "absent", ": no such directory")):
+        monkeypatch.setenv(catalog.ENV_SCENARIOS, str(where))
+        assert cli.main(["scenarios", "list"]) == cli.EXIT_BAD_INPUT
+        err = capsys.readouterr().err
+        assert f"(chosen by ${catalog.ENV_SCENARIOS}={where}){state}\n" in err, err

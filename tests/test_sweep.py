@@ -684,3 +684,12 @@ def test_a_script_without_the_main_guard_fails_instead_of_hanging(tmp_path: Path
     assert "did not start within 3 s" in reason, proc.stderr
     assert 'if __name__ == "__main__":' in reason
     assert not list((tmp_path / "cache").glob("*/run.json"))  # nothing ran
+
+
+def test_without_seeds_a_sweep_runs_the_scenarios_own_seed_once(tmp_path: Path) -> None:
+    assert "seed = 7\n" in SMALL
+    text = SMALL.replace("seed = 7\n", "seed = 11\n")
+    text += '\n[sweep]\ngrid = { "flow[0].count" = [1, 2] }\n'
+    assert load_plan(write_scenario(tmp_path, text, "own.toml")).seeds == (11,)
+    plain = write_scenario(tmp_path, SMALL.replace("seed = 7\n", ""), "plain.toml")
+    assert load_plan(plain).seeds == (1,)  # no seed in the file: the default, 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import signal
 import sys
@@ -198,9 +199,15 @@ def _parser() -> argparse.ArgumentParser:
         "sweep",
         help="run every point of a scenario's [sweep] table",
         description="Run the grid and seeds of a scenario's [sweep] table, caching every run; "
-        "print mean ± 95 % confidence interval per point and write the tables.",
+        "print mean ± 95 % confidence interval per point and write the tables. A file without "
+        "[sweep] is a sweep of one point: the scenario is run once.",
     )
-    sweep_p.add_argument("file", type=Path, metavar="FILE", help="scenario file with [sweep]")
+    sweep_p.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE",
+        help="scenario file, usually with a [sweep] table (without one: a single point)",
+    )
     sweep_p.add_argument(
         "--out",
         type=Path,
@@ -302,13 +309,17 @@ def _jobs(text: str) -> int:
 
 
 def _seed(text: str) -> int:
-    """argparse type for --seed: an integer from 0 to 2**64 - 1."""
+    """argparse type for --seed: an integer from 0 to 2**63 - 1, the largest TOML integer, so
+    that a run's seed can always be written into its scenario file."""
     try:
         value = int(text, 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 2**64 - 1: {text}")
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(
+            f"must be from 0 to 2**63 - 1 (the largest TOML integer, as in a scenario's seed): "
+            f"{text}"
+        )
     return value
 
 
@@ -881,7 +892,11 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _scenarios_list(args: argparse.Namespace) -> int:
     found = catalog.scenarios()
     if not found:
-        _error(f"no scenario files in {catalog.scenarios_dir()}")
+        where = catalog.scenarios_dir()
+        chosen = os.environ.get(ENV_SCENARIOS)
+        why = f" (chosen by ${ENV_SCENARIOS}={chosen})" if chosen else ""
+        state = "" if where.is_dir() else ": no such directory"
+        _error(f"no scenario files in {where}{why}{state}")
         return EXIT_BAD_INPUT
     table = Table(title=f"scenarios in {catalog.scenarios_dir()}")
     table.add_column("name")

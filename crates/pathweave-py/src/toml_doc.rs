@@ -20,11 +20,7 @@ pub(crate) fn toml_loads<'py>(
     label: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let err = pathweave_sim::ScenarioError::Syntax {
-            file: label.to_string(),
-            message: e.to_string().trim_end().to_string(),
-        };
-        scenario_error(py, &err)
+        scenario_error(py, &pathweave_sim::ScenarioError::syntax(label, text, &e))
     })?;
     table_to_py(py, &table)
 }

@@ -72,7 +72,7 @@ pub enum ScenarioError {
     Syntax {
         /// The file.
         file: String,
-        /// The parser's description, with line and column.
+        /// Where (line and column) and the parser's reason, on one line.
         message: String,
     },
     /// A required field is absent.
@@ -143,16 +143,44 @@ impl Scenario {
     pub fn parse(text: &str, file: &str, default_name: &str) -> Result<Scenario, ScenarioError> {
         let table: Table = text
             .parse()
-            .map_err(|e: toml::de::Error| ScenarioError::Syntax {
-                file: file.to_string(),
-                message: e.to_string().trim_end().to_string(),
-            })?;
+            .map_err(|e: toml::de::Error| ScenarioError::syntax(file, text, &e))?;
         Reader { file }.scenario(&table, default_name)
     }
 
     /// Index of the link called `name`.
     pub fn link_index(&self, name: &str) -> Option<usize> {
         self.links.iter().position(|l| l.name == name)
+    }
+}
+
+impl ScenarioError {
+    /// A TOML syntax error in `text` (from `file`), on one line: where (line and column,
+    /// 1-based, and the line itself), and the parser's reason.
+    pub fn syntax(file: &str, text: &str, e: &toml::de::Error) -> ScenarioError {
+        let reason = e.message().trim().replace('\n', "; ");
+        let message = match e.span() {
+            None => format!("{reason} (see https://toml.io for the syntax)"),
+            Some(span) => {
+                let start = span.start.min(text.len());
+                let before = text.get(..start).unwrap_or("");
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                let source = text.lines().nth(line - 1).unwrap_or("").trim();
+                let mut shown: String = source.chars().take(60).collect();
+                if shown.len() < source.len() {
+                    shown.push('…');
+                }
+                if shown.is_empty() {
+                    format!("line {line}, column {column}: {reason}")
+                } else {
+                    format!("line {line}, column {column} ({shown}): {reason}")
+                }
+            }
+        };
+        ScenarioError::Syntax {
+            file: file.to_string(),
+            message,
+        }
     }
 }
 

@@ -97,6 +97,26 @@ fn each_mistake_names_its_field_and_value() {
             &["flow[0].prr", "true or false"],
         ),
         (
+            "duration = \"10s\"",
+            "duration = \"10s\"\nname = \"\"",
+            &["name", "1 to 200 characters", "results directory"],
+        ),
+        (
+            "duration = \"10s\"",
+            "duration = \"10s\"\nname = \"../../evil\"",
+            &["name", "../../evil", "without '/'"],
+        ),
+        (
+            "duration = \"10s\"",
+            "duration = \"10s\"\nname = \"two\\nlines\"",
+            &["name", "one line"],
+        ),
+        (
+            "duration = \"10s\"",
+            "duration = \"10s\"\nname = \"..\"",
+            &["name", "not \".\" or \"..\""],
+        ),
+        (
             "path = [\"l\"]",
             "path = [\"l\"]\nkeep_sack_on_rto = true",
             &[

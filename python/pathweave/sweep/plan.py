@@ -133,13 +133,13 @@ class Sweep:
             out = tuple(int(s) for s in seeds)
             if (
                 len(out) <= MAX_SEEDS
-                and all(0 <= s < 2**64 for s in out)
+                and all(0 <= s < 2**63 for s in out)
                 and len(set(out)) == len(out)
             ):
                 return out
         raise SweepError(
             f"{where}: sweep.seeds = {show_value(seeds)}: must be a count from 1 to "
-            f"{MAX_SEEDS:,} or a list of at most {MAX_SEEDS:,} distinct seeds from 0 to 2**64 - 1"
+            f"{MAX_SEEDS:,} or a list of at most {MAX_SEEDS:,} distinct seeds from 0 to 2**63 - 1"
         )
 
     def to_table(self) -> dict[str, Any]:
@@ -272,7 +272,10 @@ def plan(sources: Sequence[str | os.PathLike[str]], sweep: Sweep | None = None) 
         sweep = Sweep.from_table(table, label) if table is not None else Sweep()
     else:
         sweep.check(bases[0][0])
-    seeds = sweep.seed_list(bases[0][0])
+    # Without sweep.seeds, the (first) scenario's own seed, once.
+    own = bases[0][1].get("seed", 1)
+    own = own if isinstance(own, int) and not isinstance(own, bool) else 1
+    seeds = sweep.seed_list(bases[0][0], default=own)
     n_points = len(bases) * sweep.size()
     if n_points > MAX_POINTS or n_points * len(seeds) > MAX_RUNS:
         raise SweepError(

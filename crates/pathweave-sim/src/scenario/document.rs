@@ -35,7 +35,7 @@ impl Reader<'_> {
             self.table("sweep", v)?;
         }
         let name = match root.get("name") {
-            Some(v) => self.string("name", v)?.to_string(),
+            Some(v) => self.scenario_name(v)?,
             None => default_name.to_string(),
         };
         let description = match root.get("description") {
@@ -224,5 +224,26 @@ impl Reader<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// The scenario's `name`: it labels results and names their default directory, so it
+    /// must be one line of at most 200 characters that is usable as a file name (no `/` or
+    /// `\`, not `.` or `..`).
+    fn scenario_name(&self, v: &Value) -> R<String> {
+        let s = self.string("name", v)?;
+        if s.trim().is_empty()
+            || s.chars().count() > 200
+            || s.chars().any(|c| c.is_control() || c == '/' || c == '\\')
+            || s == "."
+            || s == ".."
+        {
+            return Err(self.invalid(
+                "name",
+                v,
+                "a scenario name must be one line of 1 to 200 characters, not blank, without \
+                 '/' or '\\', and not \".\" or \"..\" (it names the results directory)",
+            ));
+        }
+        Ok(s.to_string())
     }
 }

@@ -133,7 +133,7 @@ impl Default for TcpSettings {
     /// ns-2-like defaults: 1000-byte segments, 40-byte headers and ACKs, initial window 2,
     /// minimum RTO 200 ms, an ACK for every segment, NewReno recovery, no limited transmit
     /// (RFC 3042 is on in Linux, ns-3 and ns-2 — `singledup_ 1` — but the reproductions were
-    /// validated without it; README, "Limited transmit").
+    /// validated without it; docs/reproductions.md, "Limited transmit").
     fn default() -> Self {
         TcpSettings {
             mss: 1000,
