@@ -28,29 +28,31 @@ struct Seg {
     rec_retx: bool,
 }
 
-/// Counters of one subflow.
+/// Counters of one subflow. The ones every ACK, data segment or sample moves come first, so
+/// that they share a cache line (`#[repr(C)]` keeps the order).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 pub struct SubflowStats {
     /// Data segments transmitted, retransmissions included.
     pub segments_sent: u64,
     /// Payload bytes transmitted, retransmissions included.
     pub bytes_sent: u64,
+    /// Payload bytes cumulatively acknowledged on this subflow.
+    pub bytes_acked: u64,
+    /// ∫ cwnd dt in byte-seconds, while the connection is active and the subflow joined.
+    pub cwnd_integral: f64,
+    /// Seconds over which `cwnd_integral` was taken.
+    pub active_time: f64,
+    /// ∫ srtt dt in seconds², once an RTT is known.
+    pub srtt_integral: f64,
+    /// Seconds over which `srtt_integral` was taken.
+    pub srtt_time: f64,
     /// Segments retransmitted.
     pub retransmits: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
     /// Loss events: entries into fast recovery plus first timeouts.
     pub loss_events: u64,
-    /// Payload bytes cumulatively acknowledged on this subflow.
-    pub bytes_acked: u64,
-    /// ∫ cwnd dt in byte-seconds, while the connection is active and the subflow joined.
-    pub cwnd_integral: f64,
-    /// ∫ srtt dt in seconds², once an RTT is known.
-    pub srtt_integral: f64,
-    /// Seconds over which `srtt_integral` was taken.
-    pub srtt_time: f64,
-    /// Seconds over which `cwnd_integral` was taken.
-    pub active_time: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,24 +62,48 @@ enum State {
     Left,
 }
 
-/// One subflow's sending side.
-pub struct Subflow {
+/// The settings of [`TcpConfig`] a subflow reads as it sends and takes ACKs, kept beside its
+/// sequence state rather than the whole configuration.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
+    mss: u32,
+    header: u32,
     flow: u32,
-    id: u16,
-    cfg: TcpConfig,
-    plan: SubflowPlan,
-    state: State,
-    rtt: RttEstimator,
-    /// The smoothed RTT in seconds, kept with each sample for the time integral.
-    srtt_s: Option<f64>,
+    recovery: Recovery,
+    limited_transmit: bool,
+    prr: bool,
+    keep_sack_on_rto: bool,
+}
+
+/// One subflow's sending side.
+///
+/// Laid out in cache lines (`#[repr(C, align(64))]`, checked by `layout` below) for runs with
+/// many flows, where a flow's state is out of cache whenever one of its packets comes: the
+/// sequence state and the scoreboard; the timer, the integrals' clock, the window inflation
+/// and the settings; the counters every ACK, segment or sample moves; the rarer counters, the
+/// route and deadlines; the RTT estimator; then what only losses and SACK recovery touch.
+#[repr(C, align(64))]
+pub struct Subflow {
     snd_una: u64,
     snd_nxt: u64,
     snd_max: u64,
     segs: VecDeque<Seg>,
     dupacks: u32,
+    state: State,
     in_recovery: bool,
-    recover: Option<u64>,
+    id: u16,
+    rto_at: Option<Instant>,
+    last_integrated: Instant,
+    /// The smoothed RTT in seconds, kept with each sample for the time integral.
+    srtt_s: Option<f64>,
     inflation: u64,
+    set: Settings,
+    /// Counters.
+    pub stats: SubflowStats,
+    plan: SubflowPlan,
+    recover: Option<u64>,
+    rtt: RttEstimator,
+    dupthresh: u32,
     partial_seen: bool,
     high_sacked: u64,
     /// Segments deemed lost by the last scoreboard update.
@@ -88,41 +114,45 @@ pub struct Subflow {
     prr_allow: u64,
     /// Segments the ACK being processed newly SACKed.
     newly_sacked: u64,
-    rto_at: Option<Instant>,
     rto_seq: Option<u64>,
-    last_integrated: Instant,
-    /// Counters.
-    pub stats: SubflowStats,
 }
 
 impl Subflow {
     pub(crate) fn new(flow: u32, id: u16, cfg: TcpConfig, plan: SubflowPlan) -> Self {
         Subflow {
-            flow,
-            id,
-            cfg,
-            plan,
-            state: State::Waiting,
-            rtt: RttEstimator::new(cfg.rto),
-            srtt_s: None,
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
             segs: VecDeque::new(),
             dupacks: 0,
+            state: State::Waiting,
             in_recovery: false,
-            recover: None,
+            id,
+            rto_at: None,
+            last_integrated: plan.join,
+            srtt_s: None,
             inflation: 0,
+            set: Settings {
+                mss: cfg.mss,
+                header: cfg.header,
+                flow,
+                recovery: cfg.recovery,
+                limited_transmit: cfg.limited_transmit,
+                prr: cfg.prr,
+                keep_sack_on_rto: cfg.keep_sack_on_rto,
+            },
+            stats: SubflowStats::default(),
+            plan,
+            recover: None,
+            rtt: RttEstimator::new(cfg.rto),
+            dupthresh: cfg.dupthresh,
             partial_seen: false,
             high_sacked: 0,
             lost_segs: 0,
             prr: Prr::default(),
             prr_allow: 0,
             newly_sacked: 0,
-            rto_at: None,
             rto_seq: None,
-            last_integrated: plan.join,
-            stats: SubflowStats::default(),
         }
     }
 
@@ -131,7 +161,7 @@ impl Subflow {
     }
 
     fn mss(&self) -> u64 {
-        self.cfg.mss as u64
+        self.set.mss as u64
     }
 
     /// The RTT estimator, for traces.
@@ -263,10 +293,10 @@ impl Subflow {
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += payload as u64;
         let mut p = Packet::new(
-            self.flow,
+            self.set.flow,
             self.plan.route,
             PacketKind::Data,
-            payload + self.cfg.header,
+            payload + self.set.header,
             payload,
         );
         p.sub = self.id;
@@ -293,14 +323,14 @@ impl Subflow {
         if self.state != State::Active {
             return 0;
         }
-        if self.in_recovery && self.cfg.recovery == Recovery::Sack {
+        if self.in_recovery && self.set.recovery == Recovery::Sack {
             return self.sack_send(net, cc, data, max_new);
         }
         let _ = views;
         let wnd = ((cc.window(self.pid()) + self.inflation) / self.mss()).max(1);
         // RFC 3042 limited transmit: outside recovery the first two duplicate ACKs each let
         // one *new* segment out beyond the window; cwnd is unchanged.
-        let limited = if self.cfg.limited_transmit && !self.in_recovery {
+        let limited = if self.set.limited_transmit && !self.in_recovery {
             u64::from(self.dupacks.min(2))
         } else {
             0
@@ -309,7 +339,7 @@ impl Subflow {
         // After a timeout that kept the SACKs (Linux's loss state, until the ACK passes what
         // was outstanding then), SACKed segments below snd_nxt are not in flight.
         let mut sacked_below =
-            if self.cfg.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
+            if self.set.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
                 let upto = (self.snd_nxt - self.snd_una) as usize;
                 self.segs.iter().take(upto).filter(|s| s.sacked).count() as u64
             } else {
@@ -330,7 +360,7 @@ impl Subflow {
                 self.snd_nxt += 1;
                 if !self.segs[(seq - self.snd_una) as usize].sacked {
                     self.transmit(seq, net);
-                } else if self.cfg.keep_sack_on_rto {
+                } else if self.set.keep_sack_on_rto {
                     sacked_below += 1;
                 }
                 continue;
@@ -356,7 +386,7 @@ impl Subflow {
     ) -> usize {
         let mut pipe = self.update_scoreboard();
         let cwnd_segs = cc.window(self.pid()) / self.mss();
-        let prr = self.cfg.prr;
+        let prr = self.set.prr;
         let mut cursor = 0usize;
         let mut sent_new = 0;
         // RFC 6675 §5 sends while cwnd − pipe ≥ 1 SMSS; PRR sends what the last ACK allowed.
@@ -420,7 +450,7 @@ impl Subflow {
 
     /// Mark segments lost per RFC 6675 IsLost() and return the pipe estimate (segments).
     fn update_scoreboard(&mut self) -> u64 {
-        let thresh = self.cfg.dupthresh as u64;
+        let thresh = self.dupthresh as u64;
         let mut above = 0u64;
         let mut pipe = 0u64;
         let mut lost = 0u64;
@@ -487,7 +517,7 @@ impl Subflow {
             },
             &Paths(views),
         );
-        match self.cfg.recovery {
+        match self.set.recovery {
             Recovery::Reno | Recovery::NewReno => {
                 // RFC 5681 §3.2 steps 2–4, RFC 6582 §3.2 steps 2–3: retransmit, inflate by the
                 // three duplicates.
@@ -500,7 +530,7 @@ impl Subflow {
                 }
                 // RFC 6675 §5 step 4.3: the first segment presumed lost goes out at once.
                 self.update_scoreboard();
-                if self.cfg.prr {
+                if self.set.prr {
                     // RFC 6937 §3, on entering recovery; this ACK's SACKs count as delivered.
                     self.prr = Prr {
                         recover_fs: self.snd_max - self.snd_una,
@@ -551,7 +581,7 @@ impl Subflow {
         }
         let now = net.now;
         let ack = p.ack().min(self.snd_max);
-        if self.cfg.recovery == Recovery::Sack {
+        if self.set.recovery == Recovery::Sack {
             self.apply_sack(p);
         }
         if ack > self.snd_una {
@@ -565,7 +595,7 @@ impl Subflow {
             }
             // PRR counts what this ACK delivered: the newly SACKed and, of the segments it
             // acknowledges cumulatively, those not SACKed before.
-            let unsacked = if self.in_recovery && self.cfg.prr {
+            let unsacked = if self.in_recovery && self.set.prr {
                 self.segs.iter().take(newly).filter(|s| !s.sacked).count() as u64
             } else {
                 0
@@ -590,7 +620,7 @@ impl Subflow {
             cc.on_ack(self.pid(), &ackev, &Paths(views));
             if self.in_recovery {
                 let full = self.recover.is_some_and(|r| ack > r);
-                if full || self.cfg.recovery == Recovery::Reno {
+                if full || self.set.recovery == Recovery::Reno {
                     // Full ACK: recovery ends, the window deflates to ssthresh (RFC 6582 step 3).
                     // Reno ends it on any new ACK (RFC 5681 §3.2 step 6); holes left in the
                     // window then wait for the timer, as the check on `recover` below keeps a
@@ -600,7 +630,7 @@ impl Subflow {
                     self.refresh(views);
                     cc.on_recovery_end(self.pid(), now, &Paths(views));
                     self.rto_at = Some(now + self.rtt.rto());
-                } else if self.cfg.recovery == Recovery::NewReno {
+                } else if self.set.recovery == Recovery::NewReno {
                     // Partial ACK: retransmit the next hole, deflate by the amount acknowledged
                     // and add back one segment; reset the timer on the first one only.
                     self.inflation = self.inflation.saturating_sub(bytes) + self.mss();
@@ -611,7 +641,7 @@ impl Subflow {
                     }
                 } else {
                     self.rto_at = Some(now + self.rtt.rto());
-                    if self.cfg.prr {
+                    if self.set.prr {
                         self.prr_step(unsacked + self.newly_sacked, true, cc);
                     }
                 }
@@ -625,17 +655,17 @@ impl Subflow {
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
             self.dupacks += 1;
             if self.in_recovery {
-                if self.cfg.recovery != Recovery::Sack {
+                if self.set.recovery != Recovery::Sack {
                     self.inflation += self.mss();
-                } else if self.cfg.prr {
+                } else if self.set.prr {
                     self.prr_step(self.newly_sacked, false, cc);
                 }
             } else {
-                let lost_head = self.cfg.recovery == Recovery::Sack && {
+                let lost_head = self.set.recovery == Recovery::Sack && {
                     self.update_scoreboard();
                     self.segs.front().is_some_and(|s| s.lost)
                 };
-                if (self.dupacks >= self.cfg.dupthresh || lost_head)
+                if (self.dupacks >= self.dupthresh || lost_head)
                     // RFC 6582 §3.2 step 1: only if the ACK covers more than `recover`.
                     && self.recover.is_none_or(|r| self.snd_una > r)
                 {
@@ -673,7 +703,7 @@ impl Subflow {
         self.recover = Some(self.snd_max - 1);
         // RFC 2018 §8: the receiver may have reneged, so forget its SACKs; Linux keeps them
         // (and marks the rest lost) unless it has seen reneging, which this receiver never does.
-        let keep = self.cfg.keep_sack_on_rto;
+        let keep = self.set.keep_sack_on_rto;
         if !keep {
             self.high_sacked = 0;
         }
@@ -716,6 +746,36 @@ fn prr_sndcnt(prr: Prr, ssthresh: u64, pipe: u64, delivered: u64, safe: bool) ->
     } else {
         let limit = prr.delivered.saturating_sub(prr.out).max(delivered) + u64::from(safe);
         limit.min(ssthresh - pipe)
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::{Settings, Subflow, SubflowStats};
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// What an ACK, a data segment or a sample touches fills the first six lines of an
+    /// aligned subflow (the sequence state, the timer and settings, the moving counters, the
+    /// route and deadlines, the RTT estimator); recovery's state lies beyond.
+    #[test]
+    fn subflow_fields_sit_in_their_cache_lines() {
+        assert_eq!(align_of::<Subflow>(), 64);
+        assert_eq!(size_of::<Subflow>(), 448);
+        assert_eq!(size_of::<Settings>(), 16);
+        let line = |off: usize| off / 64;
+        let last = |off: usize, size: usize| line(off + size - 1);
+        assert_eq!(line(offset_of!(Subflow, snd_una)), 0);
+        assert_eq!(line(offset_of!(Subflow, segs)), 0);
+        assert_eq!(line(offset_of!(Subflow, id)), 0);
+        assert_eq!(line(offset_of!(Subflow, rto_at)), 1);
+        assert_eq!(last(offset_of!(Subflow, set), size_of::<Settings>()), 1);
+        assert_eq!(line(offset_of!(Subflow, stats)), 2);
+        let hot_stats = offset_of!(SubflowStats, srtt_time) + 8;
+        assert_eq!(last(offset_of!(Subflow, stats), hot_stats), 2);
+        assert_eq!(line(offset_of!(Subflow, plan)), 3);
+        assert_eq!(line(offset_of!(Subflow, recover) + 15), 3);
+        assert_eq!(line(offset_of!(Subflow, rtt)), 4);
+        assert_eq!(line(offset_of!(Subflow, dupthresh)), 5);
     }
 }
 
