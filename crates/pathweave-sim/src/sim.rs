@@ -334,7 +334,7 @@ impl Simulation {
                         let m = cc.metrics(PathId(k as u32));
                         cwnd += m.cwnd.0 as f64;
                         ssthresh += m.ssthresh.map_or(f64::NAN, |b| b.0 as f64);
-                        let r = sub.srtt().map_or(f64::NAN, |d| d.as_secs_f64());
+                        let r = sub.srtt_secs();
                         srtt = srtt.min(r);
                         let acked = sub.stats.bytes_acked;
                         let slot = self.sub_index[i] + k;

@@ -307,29 +307,30 @@ pub struct ConnectionStats {
 /// The sending side of a TCP connection.
 ///
 /// Laid out in cache lines (`#[repr(C, align(64))]`, checked by `layout` below) for runs with
-/// many flows: what every ACK and timer event reads (the subflows, path views and scheduler
-/// order, the counters, the timer and the schedule, the data sequence, the windows) comes
-/// first, the controller next, the traffic pattern's state and random stream last.
+/// many flows: what every ACK and timer event reads (the subflows, the counters and flags a
+/// sample also reads; the scheduler order, the path views, the timer and the schedule; the
+/// data sequence; the windows) comes first, the controller next, the traffic pattern's state
+/// and random stream last.
 #[repr(C, align(64))]
 pub struct TcpSender {
     subs: Vec<Subflow>,
-    views: Vec<PathView>,
-    order: Vec<usize>,
     /// Connection-level counters.
     pub stats: ConnectionStats,
-    timer: Timer,
-    start: Instant,
     started: bool,
     stopped: bool,
     on: bool,
     scheduler: SchedulerKind,
     comp: ComponentId,
-    data: DataSource,
+    order: Vec<usize>,
+    views: Vec<PathView>,
+    timer: Timer,
+    start: Instant,
     stop: Option<Instant>,
     toggle_at: Option<Instant>,
-    flow: u32,
-    cc: Control,
+    data: DataSource,
     rr_next: usize,
+    cc: Control,
+    flow: u32,
     traffic: Traffic,
     rng: Stream,
 }
@@ -367,17 +368,19 @@ impl TcpSender {
             })
             .collect();
         TcpSender {
-            views,
             order: (0..subs.len()).collect(),
             subs,
             stats: ConnectionStats::default(),
-            timer: Timer::default(),
-            start: app.start,
             started: false,
             stopped: false,
             on: false,
             scheduler: cfg.scheduler,
             comp,
+            views,
+            timer: Timer::default(),
+            start: app.start,
+            stop: app.stop,
+            toggle_at: None,
             data: DataSource {
                 next: 0,
                 limit: 0,
@@ -388,11 +391,9 @@ impl TcpSender {
                 last_payload,
                 reinject: VecDeque::new(),
             },
-            stop: app.stop,
-            toggle_at: None,
-            flow,
-            cc: Control::new(cc, plans.len()),
             rr_next: 0,
+            cc: Control::new(cc, plans.len()),
+            flow,
             traffic,
             rng,
         }
@@ -612,19 +613,20 @@ mod layout {
     use std::mem::{align_of, offset_of, size_of};
 
     /// What an ACK or a timer event of the connection reads fills the first five lines of an
-    /// aligned sender, up to the windows at the head of the controller.
+    /// aligned sender, up to the windows at the head of the controller; a sample reads the
+    /// first and the windows.
     #[test]
     fn sender_fields_sit_in_their_cache_lines() {
         assert_eq!(align_of::<TcpSender>(), 64);
         let line = |off: usize| off / 64;
         assert_eq!(line(offset_of!(TcpSender, subs)), 0);
-        assert_eq!(line(offset_of!(TcpSender, views)), 0);
-        assert_eq!(line(offset_of!(TcpSender, stats)), 1);
-        assert_eq!(line(offset_of!(TcpSender, comp) + 3), 1);
-        assert_eq!(line(offset_of!(TcpSender, data)), 2);
-        let data_end = offset_of!(TcpSender, data) + offset_of!(DataSource, reinject) + 31;
+        assert_eq!(line(offset_of!(TcpSender, stats)), 0);
+        assert_eq!(line(offset_of!(TcpSender, comp) + 3), 0);
+        assert_eq!(line(offset_of!(TcpSender, order)), 1);
+        assert_eq!(line(offset_of!(TcpSender, start) + 7), 1);
+        assert_eq!(line(offset_of!(TcpSender, stop)), 2);
+        let data_end = offset_of!(TcpSender, data) + size_of::<DataSource>() - 1;
         assert_eq!(line(data_end), 3);
-        assert_eq!(line(offset_of!(TcpSender, flow) + 3), 3);
         assert_eq!(offset_of!(TcpSender, cc), 256);
         assert_eq!(offset_of!(Control, windows), 0);
         assert!(size_of::<TcpSender>() <= 1024);

@@ -28,15 +28,11 @@ struct Seg {
     rec_retx: bool,
 }
 
-/// Counters of one subflow. The ones every ACK, data segment or sample moves come first, so
-/// that they share a cache line (`#[repr(C)]` keeps the order).
+/// Counters of one subflow. What a sample reads comes first, then the counters every data
+/// segment moves, so that each group shares a cache line (`#[repr(C)]` keeps the order).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct SubflowStats {
-    /// Data segments transmitted, retransmissions included.
-    pub segments_sent: u64,
-    /// Payload bytes transmitted, retransmissions included.
-    pub bytes_sent: u64,
     /// Payload bytes cumulatively acknowledged on this subflow.
     pub bytes_acked: u64,
     /// ∫ cwnd dt in byte-seconds, while the connection is active and the subflow joined.
@@ -47,6 +43,10 @@ pub struct SubflowStats {
     pub srtt_integral: f64,
     /// Seconds over which `srtt_integral` was taken.
     pub srtt_time: f64,
+    /// Data segments transmitted, retransmissions included.
+    pub segments_sent: u64,
+    /// Payload bytes transmitted, retransmissions included.
+    pub bytes_sent: u64,
     /// Segments retransmitted.
     pub retransmits: u64,
     /// Retransmission timeouts.
@@ -79,32 +79,34 @@ struct Settings {
 ///
 /// Laid out in cache lines (`#[repr(C, align(64))]`, checked by `layout` below) for runs with
 /// many flows, where a flow's state is out of cache whenever one of its packets comes: the
-/// sequence state and the scoreboard; the timer, the integrals' clock, the window inflation
-/// and the settings; the counters every ACK, segment or sample moves; the rarer counters, the
-/// route and deadlines; the RTT estimator; then what only losses and SACK recovery touch.
+/// sequence state, the scoreboard and the window inflation; the state, the integrals and the
+/// counters a sample reads (a sample reads this line only); the other counters and the
+/// settings; the timer, the route and deadlines; the RTT estimator; then what only losses and
+/// SACK recovery touch.
 #[repr(C, align(64))]
 pub struct Subflow {
     snd_una: u64,
     snd_nxt: u64,
     snd_max: u64,
     segs: VecDeque<Seg>,
+    inflation: u64,
+    last_integrated: Instant,
+    /// The smoothed RTT in seconds, kept with each sample for the time integral and the
+    /// samples; NaN before the first RTT sample.
+    srtt_s: f64,
     dupacks: u32,
     state: State,
     in_recovery: bool,
     id: u16,
-    rto_at: Option<Instant>,
-    last_integrated: Instant,
-    /// The smoothed RTT in seconds, kept with each sample for the time integral.
-    srtt_s: Option<f64>,
-    inflation: u64,
-    set: Settings,
     /// Counters.
     pub stats: SubflowStats,
+    set: Settings,
+    dupthresh: u32,
+    partial_seen: bool,
+    rto_at: Option<Instant>,
     plan: SubflowPlan,
     recover: Option<u64>,
     rtt: RttEstimator,
-    dupthresh: u32,
-    partial_seen: bool,
     high_sacked: u64,
     /// Segments deemed lost by the last scoreboard update.
     lost_segs: u64,
@@ -124,14 +126,14 @@ impl Subflow {
             snd_nxt: 0,
             snd_max: 0,
             segs: VecDeque::new(),
+            inflation: 0,
+            last_integrated: plan.join,
+            srtt_s: f64::NAN,
             dupacks: 0,
             state: State::Waiting,
             in_recovery: false,
             id,
-            rto_at: None,
-            last_integrated: plan.join,
-            srtt_s: None,
-            inflation: 0,
+            stats: SubflowStats::default(),
             set: Settings {
                 mss: cfg.mss,
                 header: cfg.header,
@@ -141,12 +143,12 @@ impl Subflow {
                 prr: cfg.prr,
                 keep_sack_on_rto: cfg.keep_sack_on_rto,
             },
-            stats: SubflowStats::default(),
+            dupthresh: cfg.dupthresh,
+            partial_seen: false,
+            rto_at: None,
             plan,
             recover: None,
             rtt: RttEstimator::new(cfg.rto),
-            dupthresh: cfg.dupthresh,
-            partial_seen: false,
             high_sacked: 0,
             lost_segs: 0,
             prr: Prr::default(),
@@ -172,6 +174,12 @@ impl Subflow {
     /// The smoothed RTT.
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
+    }
+
+    /// The smoothed RTT in seconds, NaN before the first sample: the same value as
+    /// [`Subflow::srtt`] converted, read from the line a sample reads anyway.
+    pub fn srtt_secs(&self) -> f64 {
+        self.srtt_s
     }
 
     /// Whether the subflow has joined and not left.
@@ -245,8 +253,8 @@ impl Subflow {
         let dt = now.saturating_since(self.last_integrated).as_secs_f64();
         self.stats.cwnd_integral += cwnd * dt;
         self.stats.active_time += dt;
-        if let Some(s) = self.srtt_s {
-            self.stats.srtt_integral += s * dt;
+        if !self.srtt_s.is_nan() {
+            self.stats.srtt_integral += self.srtt_s * dt;
             self.stats.srtt_time += dt;
         }
         self.last_integrated = now;
@@ -591,7 +599,7 @@ impl Subflow {
             let sample = (!last.retx).then(|| now.saturating_since(last.sent));
             if let Some(r) = sample {
                 self.rtt.on_sample(r);
-                self.srtt_s = self.rtt.srtt().map(Duration::as_secs_f64);
+                self.srtt_s = self.rtt.srtt().map_or(f64::NAN, Duration::as_secs_f64);
             }
             // PRR counts what this ACK delivered: the newly SACKed and, of the segments it
             // acknowledges cumulatively, those not SACKed before.
@@ -754,9 +762,10 @@ mod layout {
     use super::{Settings, Subflow, SubflowStats};
     use std::mem::{align_of, offset_of, size_of};
 
-    /// What an ACK, a data segment or a sample touches fills the first six lines of an
-    /// aligned subflow (the sequence state, the timer and settings, the moving counters, the
-    /// route and deadlines, the RTT estimator); recovery's state lies beyond.
+    /// What an ACK or a data segment touches fills the first six lines of an aligned
+    /// subflow (the sequence state; the state and the integrals; the counters and settings;
+    /// the timer, route and deadlines; the RTT estimator), and a sample reads the second line
+    /// only; recovery's state lies beyond.
     #[test]
     fn subflow_fields_sit_in_their_cache_lines() {
         assert_eq!(align_of::<Subflow>(), 64);
@@ -766,16 +775,18 @@ mod layout {
         let last = |off: usize, size: usize| line(off + size - 1);
         assert_eq!(line(offset_of!(Subflow, snd_una)), 0);
         assert_eq!(line(offset_of!(Subflow, segs)), 0);
-        assert_eq!(line(offset_of!(Subflow, id)), 0);
-        assert_eq!(line(offset_of!(Subflow, rto_at)), 1);
-        assert_eq!(last(offset_of!(Subflow, set), size_of::<Settings>()), 1);
-        assert_eq!(line(offset_of!(Subflow, stats)), 2);
-        let hot_stats = offset_of!(SubflowStats, srtt_time) + 8;
-        assert_eq!(last(offset_of!(Subflow, stats), hot_stats), 2);
-        assert_eq!(line(offset_of!(Subflow, plan)), 3);
+        assert_eq!(line(offset_of!(Subflow, inflation)), 0);
+        // What a sample reads.
+        assert_eq!(line(offset_of!(Subflow, last_integrated)), 1);
+        assert_eq!(line(offset_of!(Subflow, srtt_s)), 1);
+        assert_eq!(line(offset_of!(Subflow, state)), 1);
+        let sampled = offset_of!(SubflowStats, srtt_time) + 8;
+        assert_eq!(last(offset_of!(Subflow, stats), sampled), 1);
+        assert_eq!(line(offset_of!(Subflow, stats) + sampled), 2);
+        assert_eq!(last(offset_of!(Subflow, set), size_of::<Settings>()), 2);
+        assert_eq!(line(offset_of!(Subflow, rto_at)), 3);
         assert_eq!(line(offset_of!(Subflow, recover) + 15), 3);
         assert_eq!(line(offset_of!(Subflow, rtt)), 4);
-        assert_eq!(line(offset_of!(Subflow, dupthresh)), 5);
     }
 }
 
