@@ -14,6 +14,11 @@ use pathweave_cc::cc::multipath::MultipathController;
 use pathweave_cc::cc::PathId;
 use pathweave_cc::Instant;
 
+/// A flow's endpoints, one entry of the flow table that every packet's delivery indexes.
+/// `#[repr(u8)]` fixes the layout: the tag, then a TCP flow's sender pointer and its receiver
+/// inline from byte 16, so a data segment's receiver state and an ACK's sender pointer share
+/// the entry's first cache line (`TcpReceiver` checks its own offsets from there).
+#[repr(u8, align(64))]
 enum Flow {
     Tcp {
         snd: Box<TcpSender>,
@@ -329,7 +334,7 @@ impl Simulation {
                         let m = cc.metrics(PathId(k as u32));
                         cwnd += m.cwnd.0 as f64;
                         ssthresh += m.ssthresh.map_or(f64::NAN, |b| b.0 as f64);
-                        let r = sub.srtt().map_or(f64::NAN, |d| d.as_secs_f64());
+                        let r = sub.srtt_secs();
                         srtt = srtt.min(r);
                         let acked = sub.stats.bytes_acked;
                         let slot = self.sub_index[i] + k;
@@ -654,4 +659,18 @@ fn _traffic_is_exhaustive(t: Traffic) -> bool {
         t,
         Traffic::Bulk | Traffic::Transfer(_) | Traffic::OnOff { .. }
     )
+}
+
+#[cfg(test)]
+mod layout {
+    use super::Flow;
+    use std::mem::{align_of, size_of};
+
+    /// A flow entry is three aligned cache lines: the tag, the sender's pointer and the
+    /// receiver (whose fields `tcp::receiver` places from byte 16).
+    #[test]
+    fn flow_entries_are_three_aligned_lines() {
+        assert_eq!(align_of::<Flow>(), 64);
+        assert_eq!(size_of::<Flow>(), 192);
+    }
 }

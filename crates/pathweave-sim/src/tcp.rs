@@ -40,17 +40,18 @@ pub type Cc = pathweave_cc::cc::multipath::AnyMultipathController;
 /// call. A window changes only when the controller is called, so the per-ACK readers (the
 /// time integral and the sending loop) take it from here instead of asking the controller.
 /// Any call may move any path's window (coupled controllers), so every path is refreshed.
+#[repr(C)]
 pub(crate) struct Control {
-    cc: Cc,
     /// Per path: the window in bytes and the same as a float, for the integral.
     windows: Vec<(u64, f64)>,
+    cc: Cc,
 }
 
 impl Control {
     fn new(cc: Cc, paths: usize) -> Self {
         let mut c = Control {
-            cc,
             windows: vec![(0, 0.0); paths],
+            cc,
         };
         c.refresh();
         c
@@ -228,18 +229,19 @@ pub struct SubflowPlan {
 
 /// The connection's data sequence as the subflows see it.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct DataSource {
-    mss: u32,
     next: u64,
     /// The application has data up to (excluding) this DSN.
     limit: u64,
-    total: Option<u64>,
-    last_payload: u32,
     /// The receiver accepts DSNs below this.
     window_edge: u64,
+    data_una: u64,
+    total: Option<u64>,
+    mss: u32,
+    last_payload: u32,
     /// DSNs of a subflow that left, to send again on the others.
     reinject: VecDeque<u64>,
-    data_una: u64,
 }
 
 impl DataSource {
@@ -292,37 +294,45 @@ impl DataSource {
 
 /// Connection-level counters.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 pub struct ConnectionStats {
-    /// Payload bytes cumulatively acknowledged at the data level.
-    pub bytes_acked: u64,
     /// When a sized transfer was fully acknowledged.
     pub completed_at: Option<Instant>,
+    /// Payload bytes cumulatively acknowledged at the data level.
+    pub bytes_acked: u64,
     /// Segments sent again on another subflow after their subflow left.
     pub reinjected: u64,
 }
 
 /// The sending side of a TCP connection.
+///
+/// Laid out in cache lines (`#[repr(C, align(64))]`, checked by `layout` below) for runs with
+/// many flows: what every ACK and timer event reads (the subflows, the counters and flags a
+/// sample also reads; the scheduler order, the path views, the timer and the schedule; the
+/// data sequence; the windows) comes first, the controller next, the traffic pattern's state
+/// and random stream last.
+#[repr(C, align(64))]
 pub struct TcpSender {
-    flow: u32,
-    comp: ComponentId,
-    cfg: TcpConfig,
-    traffic: Traffic,
-    cc: Control,
-    views: Vec<PathView>,
     subs: Vec<Subflow>,
-    data: DataSource,
-    order: Vec<usize>,
-    rr_next: usize,
-    start: Instant,
-    stop: Option<Instant>,
-    started: bool,
-    stopped: bool,
-    toggle_at: Option<Instant>,
-    on: bool,
-    timer: Timer,
-    rng: Stream,
     /// Connection-level counters.
     pub stats: ConnectionStats,
+    started: bool,
+    stopped: bool,
+    on: bool,
+    scheduler: SchedulerKind,
+    comp: ComponentId,
+    order: Vec<usize>,
+    views: Vec<PathView>,
+    timer: Timer,
+    start: Instant,
+    stop: Option<Instant>,
+    toggle_at: Option<Instant>,
+    data: DataSource,
+    rr_next: usize,
+    cc: Control,
+    flow: u32,
+    traffic: Traffic,
+    rng: Stream,
 }
 
 impl TcpSender {
@@ -358,34 +368,34 @@ impl TcpSender {
             })
             .collect();
         TcpSender {
-            flow,
-            comp,
-            cfg,
-            traffic,
-            cc: Control::new(cc, plans.len()),
-            views,
             order: (0..subs.len()).collect(),
             subs,
-            data: DataSource {
-                mss: cfg.mss,
-                next: 0,
-                limit: 0,
-                total,
-                last_payload,
-                window_edge: u64::MAX,
-                reinject: VecDeque::new(),
-                data_una: 0,
-            },
-            rr_next: 0,
-            start: app.start,
-            stop: app.stop,
+            stats: ConnectionStats::default(),
             started: false,
             stopped: false,
-            toggle_at: None,
             on: false,
+            scheduler: cfg.scheduler,
+            comp,
+            views,
             timer: Timer::default(),
+            start: app.start,
+            stop: app.stop,
+            toggle_at: None,
+            data: DataSource {
+                next: 0,
+                limit: 0,
+                window_edge: u64::MAX,
+                data_una: 0,
+                total,
+                mss: cfg.mss,
+                last_payload,
+                reinject: VecDeque::new(),
+            },
+            rr_next: 0,
+            cc: Control::new(cc, plans.len()),
+            flow,
+            traffic,
             rng,
-            stats: ConnectionStats::default(),
         }
     }
 
@@ -428,7 +438,7 @@ impl TcpSender {
     fn schedule(&mut self, net: &mut Net) {
         let n = self.subs.len();
         // Subflow-internal work first: retransmissions do not need the scheduler.
-        match self.cfg.scheduler {
+        match self.scheduler {
             SchedulerKind::MinRtt => {
                 if n > 1 {
                     self.order.sort_by_key(|&i| {
@@ -594,5 +604,31 @@ impl TcpSender {
     /// Data segments sent on all subflows (retransmissions included), for conservation checks.
     pub fn segments_sent(&self) -> u64 {
         self.subs.iter().map(|s| s.stats.segments_sent).sum()
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::{Control, DataSource, TcpSender};
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// What an ACK or a timer event of the connection reads fills the first five lines of an
+    /// aligned sender, up to the windows at the head of the controller; a sample reads the
+    /// first and the windows.
+    #[test]
+    fn sender_fields_sit_in_their_cache_lines() {
+        assert_eq!(align_of::<TcpSender>(), 64);
+        let line = |off: usize| off / 64;
+        assert_eq!(line(offset_of!(TcpSender, subs)), 0);
+        assert_eq!(line(offset_of!(TcpSender, stats)), 0);
+        assert_eq!(line(offset_of!(TcpSender, comp) + 3), 0);
+        assert_eq!(line(offset_of!(TcpSender, order)), 1);
+        assert_eq!(line(offset_of!(TcpSender, start) + 7), 1);
+        assert_eq!(line(offset_of!(TcpSender, stop)), 2);
+        let data_end = offset_of!(TcpSender, data) + size_of::<DataSource>() - 1;
+        assert_eq!(line(data_end), 3);
+        assert_eq!(offset_of!(TcpSender, cc), 256);
+        assert_eq!(offset_of!(Control, windows), 0);
+        assert!(size_of::<TcpSender>() <= 1024);
     }
 }

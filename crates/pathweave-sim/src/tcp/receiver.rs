@@ -31,13 +31,15 @@ pub struct ReceiverStats {
     pub peak_held: u64,
 }
 
-/// A sequence space with a cumulative edge and out-of-order entries held above it.
+/// A sequence space with a cumulative edge and out-of-order entries held above it. The
+/// in-order case reads the first 12 bytes only.
 #[derive(Debug, Default)]
+#[repr(C)]
 struct Reorder {
     next: u64,
+    count: u32,
     /// Payload of `next + k` if held, else 0.
     held: VecDeque<u32>,
-    count: u32,
 }
 
 impl Reorder {
@@ -82,52 +84,59 @@ impl Reorder {
     }
 }
 
+#[repr(C)]
 struct SubReceiver {
-    seqs: Reorder,
     last_seq: u64,
     unacked: u32,
-    delack_at: Option<Instant>,
     route: u32,
+    delack_at: Option<Instant>,
+    seqs: Reorder,
 }
 
 /// The receiving side of a TCP connection.
+///
+/// In declaration order (`#[repr(C)]`), so that with many flows a data segment touches few
+/// cache lines: the counters, the settings an ACK needs, the connection's reassembly edge,
+/// then the subflows'; the delayed-ACK timer last. The simulation
+/// keeps the receiver inline in its flow table, 16 bytes into a 64-byte aligned entry.
+#[repr(C)]
 pub struct TcpReceiver {
-    flow: u32,
-    comp: ComponentId,
-    subs: Vec<SubReceiver>,
-    data: Reorder,
-    buffer: Option<u32>,
-    sack: bool,
-    delayed_ack: Option<Duration>,
-    ack_size: u32,
-    timer: Timer,
     /// Counters.
     pub stats: ReceiverStats,
+    buffer: Option<u32>,
+    flow: u32,
+    ack_size: u32,
+    data: Reorder,
+    delayed_ack: Option<Duration>,
+    subs: Vec<SubReceiver>,
+    timer: Timer,
+    comp: ComponentId,
+    sack: bool,
 }
 
 impl TcpReceiver {
     /// A receiver for `flow` whose subflows send ACKs along `ack_routes`.
     pub fn new(flow: u32, comp: ComponentId, cfg: &TcpConfig, ack_routes: &[u32]) -> Self {
         TcpReceiver {
+            stats: ReceiverStats::default(),
+            buffer: cfg.receive_buffer,
             flow,
-            comp,
+            ack_size: cfg.ack_size,
+            data: Reorder::default(),
+            delayed_ack: cfg.delayed_ack,
             subs: ack_routes
                 .iter()
                 .map(|&route| SubReceiver {
-                    seqs: Reorder::default(),
                     last_seq: 0,
                     unacked: 0,
-                    delack_at: None,
                     route,
+                    delack_at: None,
+                    seqs: Reorder::default(),
                 })
                 .collect(),
-            data: Reorder::default(),
-            buffer: cfg.receive_buffer,
-            sack: cfg.recovery == Recovery::Sack,
-            delayed_ack: cfg.delayed_ack,
-            ack_size: cfg.ack_size,
             timer: Timer::default(),
-            stats: ReceiverStats::default(),
+            comp,
+            sack: cfg.recovery == Recovery::Sack,
         }
     }
 
@@ -259,6 +268,29 @@ fn fill_sack(s: &SubReceiver, p: &mut Packet) {
         out += 1;
     }
     p.nsack = out as u8;
+}
+
+#[cfg(test)]
+mod layout {
+    use super::{Reorder, SubReceiver, TcpReceiver};
+    use std::mem::{offset_of, size_of};
+
+    /// 16 bytes into a 64-byte aligned flow entry (after the entry's tag and the sender's
+    /// pointer), what an in-order data segment touches fills the entry's three lines: the
+    /// counters; the settings and the reassembly edge; the subflows. A subflow's edge and ACK
+    /// state come first in its record.
+    #[test]
+    fn receiver_fields_sit_in_their_cache_lines() {
+        let line = |off: usize| (16 + off) / 64;
+        assert_eq!(line(offset_of!(TcpReceiver, stats) + 47), 0);
+        assert_eq!(line(offset_of!(TcpReceiver, buffer)), 1);
+        let edge = offset_of!(TcpReceiver, data) + offset_of!(Reorder, count) + 3;
+        assert_eq!(line(edge), 1);
+        assert_eq!(line(offset_of!(TcpReceiver, delayed_ack)), 2);
+        assert_eq!(line(offset_of!(TcpReceiver, subs) + 23), 2);
+        assert!(offset_of!(SubReceiver, seqs) + offset_of!(Reorder, count) + 3 < 64);
+        assert!(16 + size_of::<TcpReceiver>() <= 192);
+    }
 }
 
 #[cfg(test)]

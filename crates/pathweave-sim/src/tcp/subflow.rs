@@ -28,9 +28,21 @@ struct Seg {
     rec_retx: bool,
 }
 
-/// Counters of one subflow.
+/// Counters of one subflow. What a sample reads comes first, then the counters every data
+/// segment moves, so that each group shares a cache line (`#[repr(C)]` keeps the order).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 pub struct SubflowStats {
+    /// Payload bytes cumulatively acknowledged on this subflow.
+    pub bytes_acked: u64,
+    /// ∫ cwnd dt in byte-seconds, while the connection is active and the subflow joined.
+    pub cwnd_integral: f64,
+    /// Seconds over which `cwnd_integral` was taken.
+    pub active_time: f64,
+    /// ∫ srtt dt in seconds², once an RTT is known.
+    pub srtt_integral: f64,
+    /// Seconds over which `srtt_integral` was taken.
+    pub srtt_time: f64,
     /// Data segments transmitted, retransmissions included.
     pub segments_sent: u64,
     /// Payload bytes transmitted, retransmissions included.
@@ -41,16 +53,6 @@ pub struct SubflowStats {
     pub timeouts: u64,
     /// Loss events: entries into fast recovery plus first timeouts.
     pub loss_events: u64,
-    /// Payload bytes cumulatively acknowledged on this subflow.
-    pub bytes_acked: u64,
-    /// ∫ cwnd dt in byte-seconds, while the connection is active and the subflow joined.
-    pub cwnd_integral: f64,
-    /// ∫ srtt dt in seconds², once an RTT is known.
-    pub srtt_integral: f64,
-    /// Seconds over which `srtt_integral` was taken.
-    pub srtt_time: f64,
-    /// Seconds over which `cwnd_integral` was taken.
-    pub active_time: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,25 +62,51 @@ enum State {
     Left,
 }
 
-/// One subflow's sending side.
-pub struct Subflow {
+/// The settings of [`TcpConfig`] a subflow reads as it sends and takes ACKs, kept beside its
+/// sequence state rather than the whole configuration.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
+    mss: u32,
+    header: u32,
     flow: u32,
-    id: u16,
-    cfg: TcpConfig,
-    plan: SubflowPlan,
-    state: State,
-    rtt: RttEstimator,
-    /// The smoothed RTT in seconds, kept with each sample for the time integral.
-    srtt_s: Option<f64>,
+    recovery: Recovery,
+    limited_transmit: bool,
+    prr: bool,
+    keep_sack_on_rto: bool,
+}
+
+/// One subflow's sending side.
+///
+/// Laid out in cache lines (`#[repr(C, align(64))]`, checked by `layout` below) for runs with
+/// many flows, where a flow's state is out of cache whenever one of its packets comes: the
+/// sequence state, the scoreboard and the window inflation; the state, the integrals and the
+/// counters a sample reads (a sample reads this line only); the other counters and the
+/// settings; the timer, the route and deadlines; the RTT estimator; then what only losses and
+/// SACK recovery touch.
+#[repr(C, align(64))]
+pub struct Subflow {
     snd_una: u64,
     snd_nxt: u64,
     snd_max: u64,
     segs: VecDeque<Seg>,
-    dupacks: u32,
-    in_recovery: bool,
-    recover: Option<u64>,
     inflation: u64,
+    last_integrated: Instant,
+    /// The smoothed RTT in seconds, kept with each sample for the time integral and the
+    /// samples; NaN before the first RTT sample.
+    srtt_s: f64,
+    dupacks: u32,
+    state: State,
+    in_recovery: bool,
+    id: u16,
+    /// Counters.
+    pub stats: SubflowStats,
+    set: Settings,
+    dupthresh: u32,
     partial_seen: bool,
+    rto_at: Option<Instant>,
+    plan: SubflowPlan,
+    recover: Option<u64>,
+    rtt: RttEstimator,
     high_sacked: u64,
     /// Segments deemed lost by the last scoreboard update.
     lost_segs: u64,
@@ -88,41 +116,45 @@ pub struct Subflow {
     prr_allow: u64,
     /// Segments the ACK being processed newly SACKed.
     newly_sacked: u64,
-    rto_at: Option<Instant>,
     rto_seq: Option<u64>,
-    last_integrated: Instant,
-    /// Counters.
-    pub stats: SubflowStats,
 }
 
 impl Subflow {
     pub(crate) fn new(flow: u32, id: u16, cfg: TcpConfig, plan: SubflowPlan) -> Self {
         Subflow {
-            flow,
-            id,
-            cfg,
-            plan,
-            state: State::Waiting,
-            rtt: RttEstimator::new(cfg.rto),
-            srtt_s: None,
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
             segs: VecDeque::new(),
-            dupacks: 0,
-            in_recovery: false,
-            recover: None,
             inflation: 0,
+            last_integrated: plan.join,
+            srtt_s: f64::NAN,
+            dupacks: 0,
+            state: State::Waiting,
+            in_recovery: false,
+            id,
+            stats: SubflowStats::default(),
+            set: Settings {
+                mss: cfg.mss,
+                header: cfg.header,
+                flow,
+                recovery: cfg.recovery,
+                limited_transmit: cfg.limited_transmit,
+                prr: cfg.prr,
+                keep_sack_on_rto: cfg.keep_sack_on_rto,
+            },
+            dupthresh: cfg.dupthresh,
             partial_seen: false,
+            rto_at: None,
+            plan,
+            recover: None,
+            rtt: RttEstimator::new(cfg.rto),
             high_sacked: 0,
             lost_segs: 0,
             prr: Prr::default(),
             prr_allow: 0,
             newly_sacked: 0,
-            rto_at: None,
             rto_seq: None,
-            last_integrated: plan.join,
-            stats: SubflowStats::default(),
         }
     }
 
@@ -131,7 +163,7 @@ impl Subflow {
     }
 
     fn mss(&self) -> u64 {
-        self.cfg.mss as u64
+        self.set.mss as u64
     }
 
     /// The RTT estimator, for traces.
@@ -142,6 +174,12 @@ impl Subflow {
     /// The smoothed RTT.
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
+    }
+
+    /// The smoothed RTT in seconds, NaN before the first sample: the same value as
+    /// [`Subflow::srtt`] converted, read from the line a sample reads anyway.
+    pub fn srtt_secs(&self) -> f64 {
+        self.srtt_s
     }
 
     /// Whether the subflow has joined and not left.
@@ -215,8 +253,8 @@ impl Subflow {
         let dt = now.saturating_since(self.last_integrated).as_secs_f64();
         self.stats.cwnd_integral += cwnd * dt;
         self.stats.active_time += dt;
-        if let Some(s) = self.srtt_s {
-            self.stats.srtt_integral += s * dt;
+        if !self.srtt_s.is_nan() {
+            self.stats.srtt_integral += self.srtt_s * dt;
             self.stats.srtt_time += dt;
         }
         self.last_integrated = now;
@@ -263,10 +301,10 @@ impl Subflow {
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += payload as u64;
         let mut p = Packet::new(
-            self.flow,
+            self.set.flow,
             self.plan.route,
             PacketKind::Data,
-            payload + self.cfg.header,
+            payload + self.set.header,
             payload,
         );
         p.sub = self.id;
@@ -293,21 +331,21 @@ impl Subflow {
         if self.state != State::Active {
             return 0;
         }
-        if self.in_recovery && self.cfg.recovery == Recovery::Sack {
+        if self.in_recovery && self.set.recovery == Recovery::Sack {
             return self.sack_send(net, cc, data, max_new);
         }
         let _ = views;
         let wnd = ((cc.window(self.pid()) + self.inflation) / self.mss()).max(1);
         // RFC 3042 limited transmit: outside recovery the first two duplicate ACKs each let
         // one *new* segment out beyond the window; cwnd is unchanged.
-        let limited = if self.cfg.limited_transmit && !self.in_recovery {
+        let limited = if self.set.limited_transmit && !self.in_recovery {
             u64::from(self.dupacks.min(2))
         } else {
             0
         };
         // After a timeout that kept the SACKs (Linux's loss state, until the ACK passes what
         // was outstanding then), SACKed segments below snd_nxt are not in flight.
-        if self.cfg.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
+        if self.set.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
             return self.send_beside_kept_sacks(net, data, (wnd, limited), max_new);
         }
         let mut sent_new = 0;
@@ -395,7 +433,7 @@ impl Subflow {
     ) -> usize {
         let mut pipe = self.update_scoreboard();
         let cwnd_segs = cc.window(self.pid()) / self.mss();
-        let prr = self.cfg.prr;
+        let prr = self.set.prr;
         let mut cursor = 0usize;
         let mut sent_new = 0;
         // RFC 6675 §5 sends while cwnd − pipe ≥ 1 SMSS; PRR sends what the last ACK allowed.
@@ -459,7 +497,7 @@ impl Subflow {
 
     /// Mark segments lost per RFC 6675 IsLost() and return the pipe estimate (segments).
     fn update_scoreboard(&mut self) -> u64 {
-        let thresh = self.cfg.dupthresh as u64;
+        let thresh = self.dupthresh as u64;
         let mut above = 0u64;
         let mut pipe = 0u64;
         let mut lost = 0u64;
@@ -526,7 +564,7 @@ impl Subflow {
             },
             &Paths(views),
         );
-        match self.cfg.recovery {
+        match self.set.recovery {
             Recovery::Reno | Recovery::NewReno => {
                 // RFC 5681 §3.2 steps 2–4, RFC 6582 §3.2 steps 2–3: retransmit, inflate by the
                 // three duplicates.
@@ -539,7 +577,7 @@ impl Subflow {
                 }
                 // RFC 6675 §5 step 4.3: the first segment presumed lost goes out at once.
                 self.update_scoreboard();
-                if self.cfg.prr {
+                if self.set.prr {
                     // RFC 6937 §3, on entering recovery; this ACK's SACKs count as delivered.
                     self.prr = Prr {
                         recover_fs: self.snd_max - self.snd_una,
@@ -590,7 +628,7 @@ impl Subflow {
         }
         let now = net.now;
         let ack = p.ack().min(self.snd_max);
-        if self.cfg.recovery == Recovery::Sack {
+        if self.set.recovery == Recovery::Sack {
             self.apply_sack(p);
         }
         if ack > self.snd_una {
@@ -600,11 +638,11 @@ impl Subflow {
             let sample = (!last.retx).then(|| now.saturating_since(last.sent));
             if let Some(r) = sample {
                 self.rtt.on_sample(r);
-                self.srtt_s = self.rtt.srtt().map(Duration::as_secs_f64);
+                self.srtt_s = self.rtt.srtt().map_or(f64::NAN, Duration::as_secs_f64);
             }
             // PRR counts what this ACK delivered: the newly SACKed and, of the segments it
             // acknowledges cumulatively, those not SACKed before.
-            let unsacked = if self.in_recovery && self.cfg.prr {
+            let unsacked = if self.in_recovery && self.set.prr {
                 self.segs.iter().take(newly).filter(|s| !s.sacked).count() as u64
             } else {
                 0
@@ -629,7 +667,7 @@ impl Subflow {
             cc.on_ack(self.pid(), &ackev, &Paths(views));
             if self.in_recovery {
                 let full = self.recover.is_some_and(|r| ack > r);
-                if full || self.cfg.recovery == Recovery::Reno {
+                if full || self.set.recovery == Recovery::Reno {
                     // Full ACK: recovery ends, the window deflates to ssthresh (RFC 6582 step 3).
                     // Reno ends it on any new ACK (RFC 5681 §3.2 step 6); holes left in the
                     // window then wait for the timer, as the check on `recover` below keeps a
@@ -639,7 +677,7 @@ impl Subflow {
                     self.refresh(views);
                     cc.on_recovery_end(self.pid(), now, &Paths(views));
                     self.rto_at = Some(now + self.rtt.rto());
-                } else if self.cfg.recovery == Recovery::NewReno {
+                } else if self.set.recovery == Recovery::NewReno {
                     // Partial ACK: retransmit the next hole, deflate by the amount acknowledged
                     // and add back one segment; reset the timer on the first one only.
                     self.inflation = self.inflation.saturating_sub(bytes) + self.mss();
@@ -650,7 +688,7 @@ impl Subflow {
                     }
                 } else {
                     self.rto_at = Some(now + self.rtt.rto());
-                    if self.cfg.prr {
+                    if self.set.prr {
                         self.prr_step(unsacked + self.newly_sacked, true, cc);
                     }
                 }
@@ -664,17 +702,17 @@ impl Subflow {
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
             self.dupacks += 1;
             if self.in_recovery {
-                if self.cfg.recovery != Recovery::Sack {
+                if self.set.recovery != Recovery::Sack {
                     self.inflation += self.mss();
-                } else if self.cfg.prr {
+                } else if self.set.prr {
                     self.prr_step(self.newly_sacked, false, cc);
                 }
             } else {
-                let lost_head = self.cfg.recovery == Recovery::Sack && {
+                let lost_head = self.set.recovery == Recovery::Sack && {
                     self.update_scoreboard();
                     self.segs.front().is_some_and(|s| s.lost)
                 };
-                if (self.dupacks >= self.cfg.dupthresh || lost_head)
+                if (self.dupacks >= self.dupthresh || lost_head)
                     // RFC 6582 §3.2 step 1: only if the ACK covers more than `recover`.
                     && self.recover.is_none_or(|r| self.snd_una > r)
                 {
@@ -712,7 +750,7 @@ impl Subflow {
         self.recover = Some(self.snd_max - 1);
         // RFC 2018 §8: the receiver may have reneged, so forget its SACKs; Linux keeps them
         // (and marks the rest lost) unless it has seen reneging, which this receiver never does.
-        let keep = self.cfg.keep_sack_on_rto;
+        let keep = self.set.keep_sack_on_rto;
         if !keep {
             self.high_sacked = 0;
         }
@@ -755,6 +793,39 @@ fn prr_sndcnt(prr: Prr, ssthresh: u64, pipe: u64, delivered: u64, safe: bool) ->
     } else {
         let limit = prr.delivered.saturating_sub(prr.out).max(delivered) + u64::from(safe);
         limit.min(ssthresh - pipe)
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::{Settings, Subflow, SubflowStats};
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// What an ACK or a data segment touches fills the first six lines of an aligned
+    /// subflow (the sequence state; the state and the integrals; the counters and settings;
+    /// the timer, route and deadlines; the RTT estimator), and a sample reads the second line
+    /// only; recovery's state lies beyond.
+    #[test]
+    fn subflow_fields_sit_in_their_cache_lines() {
+        assert_eq!(align_of::<Subflow>(), 64);
+        assert_eq!(size_of::<Subflow>(), 448);
+        assert_eq!(size_of::<Settings>(), 16);
+        let line = |off: usize| off / 64;
+        let last = |off: usize, size: usize| line(off + size - 1);
+        assert_eq!(line(offset_of!(Subflow, snd_una)), 0);
+        assert_eq!(line(offset_of!(Subflow, segs)), 0);
+        assert_eq!(line(offset_of!(Subflow, inflation)), 0);
+        // What a sample reads.
+        assert_eq!(line(offset_of!(Subflow, last_integrated)), 1);
+        assert_eq!(line(offset_of!(Subflow, srtt_s)), 1);
+        assert_eq!(line(offset_of!(Subflow, state)), 1);
+        let sampled = offset_of!(SubflowStats, srtt_time) + 8;
+        assert_eq!(last(offset_of!(Subflow, stats), sampled), 1);
+        assert_eq!(line(offset_of!(Subflow, stats) + sampled), 2);
+        assert_eq!(last(offset_of!(Subflow, set), size_of::<Settings>()), 2);
+        assert_eq!(line(offset_of!(Subflow, rto_at)), 3);
+        assert_eq!(line(offset_of!(Subflow, recover) + 15), 3);
+        assert_eq!(line(offset_of!(Subflow, rtt)), 4);
     }
 }
 
