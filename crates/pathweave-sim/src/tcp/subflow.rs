@@ -346,43 +346,30 @@ impl Subflow {
         // After a timeout that kept the SACKs (Linux's loss state, until the ACK passes what
         // was outstanding then), SACKed segments below snd_nxt are not in flight.
         if self.set.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
-            return self.send_beside_kept_sacks(net, data, (wnd, limited), max_new);
+            return self.send_kept_sacks(net, data, (wnd, limited), max_new);
         }
-        let mut sent_new = 0;
-        loop {
-            let extra = if self.snd_nxt >= self.snd_max {
-                limited
-            } else {
-                0
-            };
-            if self.snd_nxt - self.snd_una >= wnd + extra {
-                break;
-            }
-            if self.snd_nxt < self.snd_max {
-                // Go-back-N after a timeout: resend what was outstanding.
-                let seq = self.snd_nxt;
-                self.snd_nxt += 1;
-                if !self.segs[(seq - self.snd_una) as usize].sacked {
-                    self.transmit(seq, net);
-                }
-                continue;
-            }
-            if sent_new >= max_new {
-                break;
-            }
-            let Some(dsn) = data.take() else { break };
-            self.send_new(dsn, data.payload(dsn), net);
-            self.snd_nxt = self.snd_max;
-            sent_new += 1;
-        }
-        sent_new
+        self.send_window::<false>(net, data, (wnd, limited), max_new)
     }
 
-    /// [`Self::send`] after a timeout that kept the SACKs: go back over what is outstanding
-    /// without resending what the receiver SACKed, and count only the rest as in flight,
-    /// within `window` = (segments, extra segments limited transmit allows for new data).
+    /// [`Self::send_window`] in the loss state after a timeout that kept the SACKs, out of
+    /// line so that the common path carries none of its accounting.
     #[cold]
-    fn send_beside_kept_sacks(
+    fn send_kept_sacks(
+        &mut self,
+        net: &mut Net,
+        data: &mut DataSource,
+        window: (u64, u64),
+        max_new: usize,
+    ) -> usize {
+        self.send_window::<true>(net, data, window, max_new)
+    }
+
+    /// Send within `window` = (segments, extra segments limited transmit allows for new
+    /// data): first go back over what a timeout left outstanding, skipping what the receiver
+    /// SACKed, then new data, at most `max_new` segments. With `KEEP_SACKS` the SACKed
+    /// segments below snd_nxt do not count as in flight.
+    #[inline(always)]
+    fn send_window<const KEEP_SACKS: bool>(
         &mut self,
         net: &mut Net,
         data: &mut DataSource,
@@ -390,8 +377,12 @@ impl Subflow {
         max_new: usize,
     ) -> usize {
         let (wnd, limited) = window;
-        let upto = (self.snd_nxt - self.snd_una) as usize;
-        let mut sacked_below = self.segs.iter().take(upto).filter(|s| s.sacked).count() as u64;
+        let mut sacked_below = if KEEP_SACKS {
+            let upto = (self.snd_nxt - self.snd_una) as usize;
+            self.segs.iter().take(upto).filter(|s| s.sacked).count() as u64
+        } else {
+            0
+        };
         let mut sent_new = 0;
         loop {
             let extra = if self.snd_nxt >= self.snd_max {
@@ -403,12 +394,13 @@ impl Subflow {
                 break;
             }
             if self.snd_nxt < self.snd_max {
+                // Go-back-N after a timeout: resend what was outstanding.
                 let seq = self.snd_nxt;
                 self.snd_nxt += 1;
-                if self.segs[(seq - self.snd_una) as usize].sacked {
-                    sacked_below += 1;
-                } else {
+                if !self.segs[(seq - self.snd_una) as usize].sacked {
                     self.transmit(seq, net);
+                } else if KEEP_SACKS {
+                    sacked_below += 1;
                 }
                 continue;
             }
