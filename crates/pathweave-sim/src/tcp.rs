@@ -139,6 +139,15 @@ pub enum SchedulerKind {
     MinRtt,
     /// Subflows with window space take one segment each in turn.
     RoundRobin,
+    /// What Linux MPTCP does (`mptcp_subflow_get_send`, kernel 6.x): data is handed to a
+    /// subflow ahead of its window, into the subflow's own send queue, in bursts of up to
+    /// 64 kB, each to the subflow whose queue (sent and unsent) would drain soonest at its
+    /// pacing rate, while that subflow's send buffer has room; the application may write only
+    /// while the connection's data not yet acknowledged at the data level fits the sum of the
+    /// subflows' send buffers, which grow with their windows and never shrink; and a
+    /// connection-level timer resends the oldest unacknowledged data on an idle subflow. See
+    /// [`LinuxSend`].
+    Linux,
 }
 
 /// Per-flow TCP settings.
@@ -292,6 +301,215 @@ impl DataSource {
     }
 }
 
+/// Where a subflow's new data comes from: the connection's data sequence (the simulator's
+/// own schedulers pull from it) or, under [`SchedulerKind::Linux`], the subflow's send queue.
+pub(crate) trait Source {
+    /// The next DSN this subflow may send, if any.
+    fn take(&mut self) -> Option<u64>;
+    /// Payload of data segment `dsn`.
+    fn payload(&self, dsn: u64) -> u32;
+}
+
+impl Source for DataSource {
+    #[inline(always)]
+    fn take(&mut self) -> Option<u64> {
+        DataSource::take(self)
+    }
+
+    #[inline(always)]
+    fn payload(&self, dsn: u64) -> u32 {
+        DataSource::payload(self, dsn)
+    }
+}
+
+/// A subflow's send queue under [`SchedulerKind::Linux`]: DSNs handed to it and not sent yet.
+struct Assigned<'a> {
+    queue: &'a mut VecDeque<u64>,
+    data: &'a DataSource,
+}
+
+impl Source for Assigned<'_> {
+    fn take(&mut self) -> Option<u64> {
+        self.queue.pop_front()
+    }
+
+    fn payload(&self, dsn: u64) -> u32 {
+        self.data.payload(dsn)
+    }
+}
+
+/// Linux MPTCP's sending side (net/mptcp/protocol.c, kernel 6.x), for
+/// [`SchedulerKind::Linux`]. Sizes are in payload bytes; the kernel counts the memory each
+/// buffer takes (`sk_wmem_queued`, measured 4-5 % above the payload it holds on the emulated
+/// paths), which is left out here.
+///
+/// * Send buffers (`tcp_sndbuf_expand`): a subflow's is `2 · per_mss · max(10, cwnd)` for the
+///   largest window it has had, at most `tcp_wmem[2]` (4 MB), where `per_mss` is the memory of
+///   one full-sized segment's buffer: the MSS plus `MAX_TCP_HEADER` (320) and the shared info
+///   (320) rounded up to a power of two, plus the buffer head (256) — 2,304 bytes for the
+///   1,000-byte MSS of a 1,040-byte MTU, which is what `ss -tm` reports as `tb` (69,120 to
+///   746,496 bytes, every one a multiple of 4,608) on the emulated kernel. The connection's
+///   is `tcp_wmem[0]` (4 kB) plus the sum of its subflows' (`__mptcp_sync_sndbuf`).
+/// * The application writes while the data not yet acknowledged at the data level is below
+///   the connection's send buffer (`sk_stream_memory_free` of the MPTCP socket).
+/// * Pushing (`__mptcp_push_pending`, `mptcp_subflow_get_send`): among the subflows that may
+///   send, the one with the smallest linger time, its queued bytes (sent and unsent) over its
+///   smoothed pacing rate, gets a burst of `min(65,428 B, receive window left)` as long as its
+///   queue is below its send buffer (checked per segment here, per data fragment of up to
+///   32 kB in the kernel); the smoothed rate then moves toward the current pacing rate weighted by the
+///   burst against the queue. The pacing rate (`tcp_update_pacing_rate`) is
+///   `mss · max(cwnd, packets out) / srtt` times 2 below half of ssthresh and 1.2 above.
+/// * Resending at the data level (`mptcp_retransmit_timer`, `__mptcp_retrans`): when the data
+///   ACK has not moved for an interval (see [`linux_rtx_interval`]), up to 32 kB (one page
+///   fragment of the application's writes) from the oldest unacknowledged DSN are queued on a
+///   subflow with nothing outstanding and nothing queued, if there is one.
+/// * Stale subflows (`mptcp_pm_subflow_chk_stale`, `net.mptcp.stale_loss_cnt` = 4): a subflow
+///   with data pending that has heard nothing for more than four such intervals, while another
+///   subflow has missed fewer than three, is passed by until its next ACK, and all the data not
+///   yet acknowledged at the data level goes through the scheduler again.
+pub(crate) struct LinuxSend {
+    queues: Vec<VecDeque<u64>>,
+    /// Per subflow: its send buffer in bytes.
+    sndbuf: Vec<u64>,
+    /// Per subflow: the smoothed pacing rate in bytes per second, 0 before the first burst.
+    avg_pace: Vec<f64>,
+    /// Memory the kernel charges per full-sized segment of window.
+    per_mss: u64,
+    /// When the connection-level retransmission timer fires, if it runs.
+    rtx_at: Option<Instant>,
+    /// The data ACK when the timer was last looked at.
+    last_una: u64,
+    /// Per subflow: whether an ACK arrived since the timer last fired.
+    heard: Vec<bool>,
+    /// Per subflow: timer intervals in a row with data pending and no ACK.
+    stale_count: Vec<u32>,
+    /// Per subflow: passed by the scheduler until its next ACK.
+    stale: Vec<bool>,
+}
+
+/// `MPTCP_SEND_BURST_SIZE`, net/mptcp/protocol.c.
+const MPTCP_SEND_BURST_BYTES: u64 = 65_428;
+/// `tcp_wmem` defaults (Documentation/networking/ip-sysctl.rst): minimum and maximum.
+const TCP_WMEM_MIN: u64 = 4_096;
+const TCP_WMEM_MAX: u64 = 4_194_304;
+/// `TCP_INIT_CWND`, the least window a send buffer is sized for.
+const TCP_INIT_CWND: u64 = 10;
+/// One page fragment of an application's write: the most `__mptcp_retrans` resends at once.
+const MPTCP_RETRANS_BYTES: u64 = 32_768;
+/// The connection timer's interval when no subflow timer runs (`TCP_RTO_MIN`).
+const TCP_RTO_MIN: Duration = Duration::from_millis(200);
+/// `net.mptcp.stale_loss_cnt` default (Documentation/networking/mptcp-sysctl.rst).
+const STALE_LOSS_CNT: u32 = 4;
+
+impl LinuxSend {
+    fn new(cfg: &TcpConfig, subflows: usize) -> Self {
+        // The kernel's MSS: the MTU less 40 bytes of IPv4 and TCP headers (no timestamps on
+        // the emulated stacks).
+        let mss = (cfg.mss + cfg.header).saturating_sub(40).max(cfg.mss) as u64;
+        let per_mss = (mss + 320 + 320).next_power_of_two() + 256;
+        LinuxSend {
+            queues: (0..subflows).map(|_| VecDeque::new()).collect(),
+            sndbuf: vec![2 * per_mss * TCP_INIT_CWND; subflows],
+            avg_pace: vec![0.0; subflows],
+            per_mss,
+            rtx_at: None,
+            last_una: 0,
+            heard: vec![false; subflows],
+            stale_count: vec![0; subflows],
+            stale: vec![false; subflows],
+        }
+    }
+}
+
+/// The connection-level retransmission interval (`mptcp_set_timeout`): the largest time left
+/// on the retransmission timers of the subflows with data outstanding that have not missed an
+/// interval (taken here as their whole timeout, which each ACK restarts), or `TCP_RTO_MIN`
+/// when there is none.
+fn linux_rtx_interval(subs: &[Subflow], stale_count: &[u32]) -> Duration {
+    subs.iter()
+        .zip(stale_count)
+        .filter(|(s, &c)| s.is_active() && s.outstanding() > 0 && c == 0)
+        .map(|(s, _)| s.rtt().rto())
+        .max()
+        .unwrap_or(TCP_RTO_MIN)
+}
+
+/// Linux's pacing rate of subflow `i` in bytes per second (`tcp_update_pacing_rate`); before
+/// the first RTT sample the kernel does not divide by the RTT, which makes the rate huge, so
+/// a fresh subflow is served first: here the RTT is taken as 1 µs then.
+fn linux_pacing_rate(s: &Subflow, i: usize, cc: &Control, mss: u64) -> f64 {
+    let p = PathId(i as u32);
+    let cwnd = cc.window(p) / mss;
+    let ssthresh = cc.cc.ssthresh(p).map_or(u64::MAX, |b| b.0 / mss);
+    let ratio = if cwnd < ssthresh / 2 { 2.0 } else { 1.2 };
+    let srtt = s.srtt().map_or(1e-6, |d| d.as_secs_f64().max(1e-6));
+    (mss * cwnd.max(s.outstanding())) as f64 * ratio / srtt
+}
+
+/// Hand data to the subflows' queues as Linux MPTCP does (see [`LinuxSend`]).
+fn push_linux(st: &mut LinuxSend, subs: &[Subflow], cc: &Control, data: &mut DataSource) {
+    let mss = data.mss as u64;
+    let sndbuf_total: u64 = TCP_WMEM_MIN
+        + subs
+            .iter()
+            .zip(&st.sndbuf)
+            .filter(|(s, _)| s.is_active())
+            .map(|(_, b)| b)
+            .sum::<u64>();
+    let queued =
+        |st: &LinuxSend, i: usize| (subs[i].outstanding() + st.queues[i].len() as u64) * mss;
+    loop {
+        // The application's data, within what the connection's send buffer holds.
+        let written = data.next.saturating_sub(data.data_una) * mss;
+        if data.reinject.is_empty() && written >= sndbuf_total || !data.has_data() {
+            return;
+        }
+        let mut best: Option<(usize, f64)> = None;
+        for (i, s) in subs.iter().enumerate() {
+            if !s.is_active() || st.stale[i] {
+                continue;
+            }
+            if st.avg_pace[i] == 0.0 {
+                st.avg_pace[i] = linux_pacing_rate(s, i, cc, mss);
+            }
+            let linger = queued(st, i) as f64 / st.avg_pace[i];
+            if best.is_none_or(|(_, l)| linger < l) {
+                best = Some((i, linger));
+            }
+        }
+        let Some((i, _)) = best else { return };
+        let wmem = queued(st, i);
+        if wmem >= st.sndbuf[i] {
+            return;
+        }
+        let room = data
+            .window_edge
+            .saturating_sub(data.next)
+            .saturating_mul(mss);
+        let burst = MPTCP_SEND_BURST_BYTES.min(room);
+        if burst == 0 {
+            return;
+        }
+        let pace = linux_pacing_rate(&subs[i], i, cc, mss);
+        st.avg_pace[i] =
+            (st.avg_pace[i] * wmem as f64 + pace * burst as f64) / (burst + wmem) as f64;
+        let mut pushed = 0;
+        while pushed < burst && queued(st, i) < st.sndbuf[i] {
+            if data.reinject.is_empty()
+                && data.next.saturating_sub(data.data_una) * mss >= sndbuf_total
+            {
+                break;
+            }
+            let Some(d) = data.take() else { break };
+            st.queues[i].push_back(d);
+            pushed += data.payload(d) as u64;
+        }
+        if pushed == 0 {
+            return;
+        }
+    }
+}
+
 /// Connection-level counters.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
@@ -333,6 +551,8 @@ pub struct TcpSender {
     flow: u32,
     traffic: Traffic,
     rng: Stream,
+    /// Linux MPTCP's send queues and buffers, under [`SchedulerKind::Linux`] only.
+    linux: Option<Box<LinuxSend>>,
 }
 
 impl TcpSender {
@@ -396,6 +616,8 @@ impl TcpSender {
             flow,
             traffic,
             rng,
+            linux: (cfg.scheduler == SchedulerKind::Linux)
+                .then(|| Box::new(LinuxSend::new(&cfg, plans.len()))),
         }
     }
 
@@ -435,7 +657,7 @@ impl TcpSender {
 
     /// Send what the windows allow, new data going to subflows in scheduler order.
     #[inline(always)]
-    fn schedule(&mut self, net: &mut Net) {
+    fn schedule(&mut self, net: &mut Net, acked: Option<usize>) {
         let n = self.subs.len();
         // Subflow-internal work first: retransmissions do not need the scheduler.
         match self.scheduler {
@@ -471,7 +693,111 @@ impl TcpSender {
                     break;
                 }
             },
+            SchedulerKind::Linux => self.schedule_linux(net, acked),
         }
+    }
+
+    /// [`SchedulerKind::Linux`]: grow the send buffers, push data into the subflows' queues,
+    /// then let every subflow send from its own queue.
+    #[inline(never)]
+    fn schedule_linux(&mut self, net: &mut Net, acked: Option<usize>) {
+        let Some(st) = self.linux.as_deref_mut() else {
+            return;
+        };
+        if let Some(i) = acked {
+            // Traffic on a subflow makes a stale one usable again (`mptcp_subflow_active`).
+            st.heard[i] = true;
+            st.stale[i] = false;
+        }
+        let mss = self.data.mss as u64;
+        for (i, s) in self.subs.iter().enumerate() {
+            if s.is_active() {
+                let cwnd = self.cc.window(PathId(i as u32)) / mss;
+                let want = (2 * st.per_mss * cwnd.max(TCP_INIT_CWND)).min(TCP_WMEM_MAX);
+                st.sndbuf[i] = st.sndbuf[i].max(want);
+            }
+        }
+        push_linux(st, &self.subs, &self.cc, &mut self.data);
+        for (i, s) in self.subs.iter_mut().enumerate() {
+            let mut src = Assigned {
+                queue: &mut st.queues[i],
+                data: &self.data,
+            };
+            s.send(net, &mut self.cc, &mut self.views, &mut src, usize::MAX);
+        }
+        // The connection-level retransmission timer runs while data is not acknowledged at
+        // the data level, restarted by every advance of the data ACK (`__mptcp_clean_una`).
+        if self.data.data_una != st.last_una {
+            st.last_una = self.data.data_una;
+            st.rtx_at = None;
+        }
+        if self.data.next <= self.data.data_una {
+            st.rtx_at = None;
+        } else if st.rtx_at.is_none() {
+            st.rtx_at = Some(net.now + linux_rtx_interval(&self.subs, &st.stale_count));
+        }
+        // The sender's timer keeps only its earliest deadline; `arm` adds the others.
+        if let Some(t) = st.rtx_at {
+            self.timer.arm(t, self.comp, &mut net.sched);
+        }
+    }
+
+    /// The connection-level retransmission timer fired: queue the oldest unacknowledged data
+    /// on a subflow that has nothing outstanding and nothing queued, and restart the timer.
+    fn linux_retransmit(&mut self, now: Instant) {
+        let Some(st) = self.linux.as_deref_mut() else {
+            return;
+        };
+        if st.rtx_at.is_none_or(|t| now < t) {
+            return;
+        }
+        st.rtx_at = None;
+        if self.data.next <= self.data.data_una {
+            return;
+        }
+        // `mptcp_subflow_get_retrans` and the stale check (`mptcp_pm_subflow_chk_stale`): a
+        // subflow with data pending that heard nothing for more than `STALE_LOSS_CNT` of these
+        // intervals, while another is not in that state, is stale: the scheduler passes it by
+        // until it hears from its peer again, and everything not yet acknowledged at the data
+        // level is handed to the scheduler once more (`__mptcp_retransmit_pending_data`).
+        let n = self.subs.len();
+        for i in 0..n {
+            let pending = self.subs[i].outstanding() > 0 || !st.queues[i].is_empty();
+            st.stale_count[i] = if pending && !st.heard[i] {
+                st.stale_count[i] + 1
+            } else {
+                0
+            };
+            st.heard[i] = false;
+        }
+        for i in 0..n {
+            let active = |j: usize| self.subs[j].is_active() && !st.stale[j];
+            if !active(i) || st.stale_count[i] <= STALE_LOSS_CNT {
+                continue;
+            }
+            let alternative = (0..n)
+                .any(|j| j != i && active(j) && st.stale_count[j] < (STALE_LOSS_CNT - 1).max(1));
+            if alternative {
+                st.stale[i] = true;
+                self.data.reinject.clear();
+                self.data
+                    .reinject
+                    .extend(self.data.data_una..self.data.next);
+                self.stats.reinjected += self.data.next - self.data.data_una;
+            }
+        }
+        let idle = (0..n).find(|&i| {
+            self.subs[i].is_active() && self.subs[i].outstanding() == 0 && st.queues[i].is_empty()
+        });
+        if let Some(i) = idle {
+            let segments = (MPTCP_RETRANS_BYTES / self.data.mss as u64).max(1);
+            let end = self.data.next.min(self.data.data_una + segments);
+            for d in self.data.data_una..end {
+                st.queues[i].push_back(d);
+                self.stats.reinjected += 1;
+            }
+        }
+        st.rtx_at = Some(now + linux_rtx_interval(&self.subs, &st.stale_count));
     }
 
     /// An ACK arrived on one of the subflows.
@@ -501,7 +827,7 @@ impl TcpSender {
                 s.stop_timer();
             }
         }
-        self.schedule(net);
+        self.schedule(net, Some(i));
         self.arm(net);
     }
 
@@ -552,7 +878,10 @@ impl TcpSender {
                     s.join(now, &mut self.cc, &mut self.views);
                 }
                 if s.should_leave(now) {
-                    let orphans = s.leave(&mut self.cc, &mut self.views);
+                    let mut orphans = s.leave(&mut self.cc, &mut self.views);
+                    if let Some(st) = self.linux.as_deref_mut() {
+                        orphans.extend(st.queues[i].drain(..));
+                    }
                     for d in orphans {
                         if d >= self.data.data_una {
                             self.data.reinject.push_back(d);
@@ -564,7 +893,10 @@ impl TcpSender {
                     s.on_rto(net, &mut self.cc, &mut self.views, &mut self.data);
                 }
             }
-            self.schedule(net);
+            if self.linux.is_some() {
+                self.linux_retransmit(now);
+            }
+            self.schedule(net, None);
         }
         self.arm(net);
     }

@@ -254,7 +254,14 @@ impl Reader<'_> {
             s.scheduler = match self.string(&f, v)? {
                 "minrtt" => SchedulerKind::MinRtt,
                 "roundrobin" => SchedulerKind::RoundRobin,
-                _ => return Err(self.invalid(&f, v, "allowed: \"minrtt\", \"roundrobin\"")),
+                "linux" => SchedulerKind::Linux,
+                _ => {
+                    return Err(self.invalid(
+                        &f,
+                        v,
+                        "allowed: \"minrtt\", \"roundrobin\", \"linux\"",
+                    ))
+                }
             };
         }
         if let Some(v) = t.get("limited_transmit") {
@@ -585,6 +592,10 @@ impl Reader<'_> {
         } else {
             let mut cfg = self.tcp_settings(t, path, *tcp)?;
             let mut control = self.control(t, path, &cfg)?;
+            if cfg.scheduler == SchedulerKind::Linux && !runs_as_mptcp(&control, subflows.len()) {
+                // A plain TCP connection has no MPTCP level to queue data ahead of it.
+                cfg.scheduler = SchedulerKind::MinRtt;
+            }
             if cfg.mptcp_options && runs_as_mptcp(&control, subflows.len()) {
                 // The controller counts in segments of the subflows' payload.
                 cfg = self.mptcp_settings(t, path, &cfg)?;

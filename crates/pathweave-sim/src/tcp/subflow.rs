@@ -8,7 +8,7 @@
 //! `snd_una..snd_max`; the controller hears of each recovery episode once, at its start and at
 //! its end, and of each timeout.
 
-use super::{Control as Cc, DataSource, Recovery, SubflowPlan, TcpConfig};
+use super::{Control as Cc, DataSource, Recovery, Source, SubflowPlan, TcpConfig};
 use crate::net::Net;
 use crate::packet::{Packet, PacketKind};
 use pathweave_cc::cc::multipath::Paths;
@@ -320,12 +320,12 @@ impl Subflow {
     /// Send what the window allows, taking at most `max_new` new segments from `data`.
     /// Returns the number of new segments sent.
     #[inline(always)]
-    pub(crate) fn send(
+    pub(crate) fn send<S: Source>(
         &mut self,
         net: &mut Net,
         cc: &mut Cc,
         views: &mut [PathView],
-        data: &mut DataSource,
+        data: &mut S,
         max_new: usize,
     ) -> usize {
         if self.state != State::Active {
@@ -348,20 +348,20 @@ impl Subflow {
         if self.set.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
             return self.send_kept_sacks(net, data, (wnd, limited), max_new);
         }
-        self.send_window::<false>(net, data, (wnd, limited), max_new)
+        self.send_window::<false, S>(net, data, (wnd, limited), max_new)
     }
 
     /// [`Self::send_window`] in the loss state after a timeout that kept the SACKs, out of
     /// line so that the common path carries none of its accounting.
     #[cold]
-    fn send_kept_sacks(
+    fn send_kept_sacks<S: Source>(
         &mut self,
         net: &mut Net,
-        data: &mut DataSource,
+        data: &mut S,
         window: (u64, u64),
         max_new: usize,
     ) -> usize {
-        self.send_window::<true>(net, data, window, max_new)
+        self.send_window::<true, S>(net, data, window, max_new)
     }
 
     /// Send within `window` = (segments, extra segments limited transmit allows for new
@@ -369,10 +369,10 @@ impl Subflow {
     /// SACKed, then new data, at most `max_new` segments. With `KEEP_SACKS` the SACKed
     /// segments below snd_nxt do not count as in flight.
     #[inline(always)]
-    fn send_window<const KEEP_SACKS: bool>(
+    fn send_window<const KEEP_SACKS: bool, S: Source>(
         &mut self,
         net: &mut Net,
-        data: &mut DataSource,
+        data: &mut S,
         window: (u64, u64),
         max_new: usize,
     ) -> usize {
@@ -416,11 +416,11 @@ impl Subflow {
     }
 
     /// RFC 6675 §5: send while `cwnd − pipe ≥ 1 SMSS`, choosing segments by NextSeg().
-    fn sack_send(
+    fn sack_send<S: Source>(
         &mut self,
         net: &mut Net,
         cc: &mut Cc,
-        data: &mut DataSource,
+        data: &mut S,
         max_new: usize,
     ) -> usize {
         let mut pipe = self.update_scoreboard();
