@@ -356,8 +356,8 @@ impl Source for Assigned<'_> {
 ///   send, the one with the smallest linger time, its queued bytes (sent and unsent) over its
 ///   smoothed pacing rate, gets a burst of `min(65,428 B, receive window left)` as long as its
 ///   queue is below its send buffer (checked per segment here, per data fragment of up to
-///   32 kB in the kernel); the smoothed rate then moves toward the current pacing rate weighted by the
-///   burst against the queue. The pacing rate (`tcp_update_pacing_rate`) is
+///   32 kB in the kernel); the smoothed rate then moves toward the current pacing rate
+///   weighted by the burst against the queue. The pacing rate (`tcp_update_pacing_rate`) is
 ///   `mss · max(cwnd, packets out) / srtt` times 2 below half of ssthresh and 1.2 above.
 /// * Resending at the data level (`mptcp_retransmit_timer`, `__mptcp_retrans`): when the data
 ///   ACK has not moved for an interval (see [`linux_rtx_interval`]), up to 32 kB (one page
