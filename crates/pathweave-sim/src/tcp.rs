@@ -348,8 +348,11 @@ impl Source for Assigned<'_> {
 ///   one full-sized segment's buffer: the MSS plus `MAX_TCP_HEADER` (320) and the shared info
 ///   (320) rounded up to a power of two, plus the buffer head (256) — 2,304 bytes for the
 ///   1,000-byte MSS of a 1,040-byte MTU, which is what `ss -tm` reports as `tb` (69,120 to
-///   746,496 bytes, every one a multiple of 4,608) on the emulated kernel. The connection's
-///   is `tcp_wmem[0]` (4 kB) plus the sum of its subflows' (`__mptcp_sync_sndbuf`).
+///   746,496 bytes, every one a multiple of 4,608) on the emulated kernel. Linux grows a
+///   buffer only at moments the subflow is not window-limited (`tcp_should_expand_sndbuf`),
+///   so a subflow that joins beside a busy one keeps a smaller buffer than its largest window
+///   asks for; docs/kernel.md measures what that changes. The connection's is `tcp_wmem[0]`
+///   (4 kB) plus the sum of its subflows' (`__mptcp_sync_sndbuf`).
 /// * The application writes while the data not yet acknowledged at the data level is below
 ///   the connection's send buffer (`sk_stream_memory_free` of the MPTCP socket).
 /// * Pushing (`__mptcp_push_pending`, `mptcp_subflow_get_send`): among the subflows that may
