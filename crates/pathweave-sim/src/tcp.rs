@@ -145,8 +145,8 @@ pub enum SchedulerKind {
     /// pacing rate, while that subflow's send buffer has room; the application may write only
     /// while the connection's data not yet acknowledged at the data level fits the sum of the
     /// subflows' send buffers, which grow with their windows and never shrink; and a
-    /// connection-level timer resends the oldest unacknowledged data on an idle subflow. See
-    /// [`LinuxSend`].
+    /// connection-level timer resends the oldest unacknowledged data on an idle subflow
+    /// (docs/simulator.md).
     Linux,
 }
 
