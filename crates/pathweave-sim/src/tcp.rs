@@ -461,10 +461,13 @@ fn push_linux(st: &mut LinuxSend, subs: &[Subflow], cc: &Control, data: &mut Dat
             .sum::<u64>();
     let queued =
         |st: &LinuxSend, i: usize| (subs[i].outstanding() + st.queues[i].len() as u64) * mss;
+    // The application writes only while the connection's send buffer has room; data to send
+    // again was written already.
+    let buffer_full = |data: &DataSource| {
+        data.reinject.is_empty() && data.next.saturating_sub(data.data_una) * mss >= sndbuf_total
+    };
     loop {
-        // The application's data, within what the connection's send buffer holds.
-        let written = data.next.saturating_sub(data.data_una) * mss;
-        if data.reinject.is_empty() && written >= sndbuf_total || !data.has_data() {
+        if buffer_full(data) || !data.has_data() {
             return;
         }
         let mut best: Option<(usize, f64)> = None;
@@ -497,12 +500,7 @@ fn push_linux(st: &mut LinuxSend, subs: &[Subflow], cc: &Control, data: &mut Dat
         st.avg_pace[i] =
             (st.avg_pace[i] * wmem as f64 + pace * burst as f64) / (burst + wmem) as f64;
         let mut pushed = 0;
-        while pushed < burst && queued(st, i) < st.sndbuf[i] {
-            if data.reinject.is_empty()
-                && data.next.saturating_sub(data.data_una) * mss >= sndbuf_total
-            {
-                break;
-            }
+        while pushed < burst && queued(st, i) < st.sndbuf[i] && !buffer_full(data) {
             let Some(d) = data.take() else { break };
             st.queues[i].push_back(d);
             pushed += data.payload(d) as u64;
