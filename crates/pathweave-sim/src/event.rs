@@ -112,6 +112,24 @@ const COARSE_BITS: u32 = WHEEL_BITS - 1;
 const BUCKET_CAPACITY: usize = 16;
 /// Coarse buckets in the ring (one bitmap word).
 const COARSE: u64 = 64;
+/// log2 of the number of sub-buckets a crowded current bucket is split into (4.1 µs each).
+const SUB_BITS: u32 = 6;
+const SUB_SHIFT: u32 = BUCKET_SHIFT - SUB_BITS;
+/// A bucket with more events than this is split into sub-buckets when it becomes current.
+const SUB_MIN: usize = 128;
+/// Buckets up to this size are sorted by insertion.
+const SORT_SMALL: usize = 32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Mode {
+    /// The current bucket is read as one sorted run.
+    Plain = 0,
+    /// The current bucket is split: the run is one sub-bucket, `subs` holds the rest.
+    Split,
+    /// Every event goes to the overflow heap (see [`Scheduler::reference`]).
+    Reference,
+}
 
 /// A calendar queue: events within the wheel's span go unsorted into the bucket of their
 /// time; the current bucket is sorted once when the wheel reaches it and then read in order
@@ -130,6 +148,17 @@ const COARSE: u64 = 64;
 /// So every event on the wheel precedes every coarse event, which precedes every heap event.
 /// When the current bucket moves into a new coarse bucket, the coarse bucket that comes within
 /// `cur_c + 1` is spread over the wheel and heap events that come within the ring move to it.
+///
+/// A crowded bucket (more than `SUB_MIN` events, as behind a fast link, whose next departure
+/// is pushed a microsecond ahead of a bucket's worth of later events) is not read as one
+/// sorted run: keeping it sorted would shift most of it at every such push. It is spread over
+/// 64 sub-buckets by time, and only the first non-empty one becomes the current run, with
+/// `cur_limit` at its end. Pushes before `cur_limit` go into the run; later pushes within the
+/// bucket go unsorted into the bucket's own (emptied) wheel slot, which is spread over the
+/// sub-buckets when the run is exhausted, before the next sub-bucket becomes the run. Events
+/// of one time share a sub-bucket, and a sub-bucket receives the bucket's events in push order
+/// (those of the first spread, then each later spread of the slot's), so ties keep their
+/// order as below.
 ///
 /// Ties at equal times go by insertion order without a sequence number in the entries: every
 /// bucket (wheel or coarse) holds its events in the order they were pushed, and the current
@@ -154,14 +183,20 @@ struct Wheel {
     handed: u64,
     /// The absolute number (time >> BUCKET_SHIFT) of the current bucket.
     cur_abs: u64,
-    /// `cur_abs + 1`: events of earlier buckets go into the current one. Zero in a
-    /// reference queue.
-    cur_end: u64,
+    /// Events before this time go into the current run: the end of the current bucket, or of
+    /// its current sub-bucket. Events of earlier buckets go there too. Zero in a reference
+    /// queue.
+    cur_limit: u64,
+    /// Whether the current bucket is split (`subs` holds its later events), or the queue is
+    /// a reference queue.
+    mode: Mode,
+    /// Sub-bucket `j` of the current bucket, for events of its `j`-th 64th.
+    subs: Vec<Vec<Entry>>,
+    /// Bit `j` is set iff `subs[j]` is non-empty.
+    sub_bits: u64,
     /// The first absolute bucket number beyond the wheel: that of coarse number `cur_c + 2`.
     /// Zero in a reference queue.
     wheel_end: u64,
-    /// Every event goes to the overflow heap (see [`Scheduler::reference`]).
-    reference: bool,
     /// Coarse bucket `c % COARSE` for coarse numbers `c` in `cur_c + 2 .. cur_c + 2 + COARSE`.
     coarse: Vec<Vec<Entry>>,
     /// Bit `c % COARSE` is set iff that coarse bucket is non-empty.
@@ -187,9 +222,11 @@ impl Default for Wheel {
             pos: 0,
             handed: 0,
             cur_abs: 0,
-            cur_end: 1,
+            cur_limit: 1 << BUCKET_SHIFT,
+            mode: Mode::Plain,
+            subs: (0..1 << SUB_BITS).map(|_| Vec::new()).collect(),
+            sub_bits: 0,
             wheel_end: 2 << COARSE_BITS,
-            reference: false,
             coarse: (0..COARSE).map(|_| Vec::new()).collect(),
             coarse_bits: 0,
             overflow: BinaryHeap::new(),
@@ -203,9 +240,9 @@ impl Wheel {
     /// `(time, push number)`, with neither the wheel nor the coarse ring.
     fn reference() -> Self {
         Wheel {
-            cur_end: 0,
+            cur_limit: 0,
             wheel_end: 0,
-            reference: true,
+            mode: Mode::Reference,
             ..Wheel::default()
         }
     }
@@ -213,7 +250,7 @@ impl Wheel {
     #[inline(always)]
     fn push(&mut self, e: Entry) {
         let abs = e.time >> BUCKET_SHIFT;
-        if abs < self.cur_end {
+        if e.time < self.cur_limit {
             self.push_current(e);
         } else if abs < self.wheel_end {
             self.file(abs, e);
@@ -226,7 +263,7 @@ impl Wheel {
     #[inline(never)]
     fn push_later(&mut self, e: Entry) {
         let c = e.time >> (BUCKET_SHIFT + COARSE_BITS);
-        if !self.reference && c < (self.cur_abs >> COARSE_BITS) + 2 + COARSE {
+        if self.mode != Mode::Reference && c < (self.cur_abs >> COARSE_BITS) + 2 + COARSE {
             let k = (c % COARSE) as usize;
             self.coarse[k].push(e);
             self.coarse_bits |= 1 << k;
@@ -235,8 +272,8 @@ impl Wheel {
         }
     }
 
-    /// An event of the current bucket (or, for a time already passed, before it): keep the
-    /// bucket sorted. It usually belongs at the end. A new event is the latest pushed, so it
+    /// An event of the current run (or, for a time already passed, before it): keep the run
+    /// sorted. It usually belongs at the end. A new event is the latest pushed, so it
     /// goes after every pending event of the same time: comparing times is enough.
     #[inline(always)]
     fn push_current(&mut self, e: Entry) {
@@ -275,8 +312,13 @@ impl Wheel {
     fn file(&mut self, abs: u64, e: Entry) {
         let b = (abs & (WHEEL - 1)) as usize;
         self.buckets[b].push(e);
-        self.words[b / 64] |= 1 << (b % 64);
-        self.summary |= 1 << (b / 64);
+        // The summary bit of a word changes only when the word was empty: one test instead
+        // of a write on every push.
+        let w = &mut self.words[b / 64];
+        if *w == 0 {
+            self.summary |= 1 << (b / 64);
+        }
+        *w |= 1 << (b % 64);
     }
 
     #[inline]
@@ -300,11 +342,13 @@ impl Wheel {
         let filed = |bs: &[Vec<Entry>]| bs.iter().map(Vec::len).sum::<usize>();
         self.current.len() - self.pos
             + filed(&self.buckets[..])
+            + filed(&self.subs)
             + filed(&self.coarse)
             + self.overflow.len()
     }
 
     /// The first non-empty bucket strictly after the current one, as an absolute number.
+    /// The current bucket's own slot must be empty (it is, except while it is split).
     fn next_filled(&self) -> Option<u64> {
         if self.summary == 0 {
             return None;
@@ -337,6 +381,21 @@ impl Wheel {
     fn next_time(&self) -> Option<u64> {
         if let Some(e) = self.current.get(self.pos) {
             return Some(e.time);
+        }
+        if self.mode == Mode::Split {
+            // The rest of the split bucket: its sub-buckets and the pushes since the split
+            // (in its own slot), all before any later bucket.
+            let slot = &self.buckets[(self.cur_abs & (WHEEL - 1)) as usize];
+            let first =
+                (self.sub_bits != 0).then(|| &self.subs[self.sub_bits.trailing_zeros() as usize]);
+            let t = slot
+                .iter()
+                .chain(first.into_iter().flatten())
+                .map(|e| e.time)
+                .min();
+            if t.is_some() {
+                return t;
+            }
         }
         // The wheel's events precede the coarse buckets', which precede the heap's.
         if let Some(abs) = self.next_filled() {
@@ -371,7 +430,7 @@ impl Wheel {
     fn advance_to(&mut self, abs: u64) {
         let old_c = self.cur_abs >> COARSE_BITS;
         self.cur_abs = abs;
-        self.cur_end = abs + 1;
+        self.cur_limit = (abs + 1) << BUCKET_SHIFT;
         // Usually the wheel stays within its coarse bucket: nothing to move.
         if abs >> COARSE_BITS != old_c {
             self.wheel_end = ((abs >> COARSE_BITS) + 2) << COARSE_BITS;
@@ -425,15 +484,20 @@ impl Wheel {
         self.handed += self.pos as u64;
         self.current.clear();
         self.pos = 0;
-        if self.reference {
-            return match self.overflow.peek() {
-                Some(&Reverse((time, _, comp))) if time <= limit => {
-                    self.overflow.pop();
-                    self.current.push(Entry::new(time, comp));
-                    true
-                }
-                _ => false,
-            };
+        if self.mode != Mode::Plain {
+            if self.mode == Mode::Split && self.next_sub() {
+                return true;
+            }
+            if self.mode == Mode::Reference {
+                return match self.overflow.peek() {
+                    Some(&Reverse((time, _, comp))) if time <= limit => {
+                        self.overflow.pop();
+                        self.current.push(Entry::new(time, comp));
+                        true
+                    }
+                    _ => false,
+                };
+            }
         }
         let next = loop {
             if let Some(next) = self.next_filled() {
@@ -456,6 +520,57 @@ impl Wheel {
         if self.words[b / 64] == 0 {
             self.summary &= !(1 << (b / 64));
         }
+        // A small bucket makes one comparison here.
+        let n = self.current.len();
+        if n <= SORT_SMALL {
+            sort_small(&mut self.current);
+            return true;
+        }
+        if n > SUB_MIN {
+            self.mode = Mode::Split;
+            let mut v = std::mem::take(&mut self.current);
+            self.spread(&mut v);
+            self.current = v;
+            return self.next_sub();
+        }
+        sort_large(&mut self.current);
+        true
+    }
+
+    /// Move the events of `v` (of the current bucket, in push order) to their sub-buckets.
+    #[inline(never)]
+    fn spread(&mut self, v: &mut Vec<Entry>) {
+        for e in v.drain(..) {
+            let j = ((e.time >> SUB_SHIFT) & ((1 << SUB_BITS) - 1)) as usize;
+            self.subs[j].push(e);
+            self.sub_bits |= 1 << j;
+        }
+    }
+
+    /// The current run is exhausted while the bucket is split: spread the pushes since over
+    /// the sub-buckets and make the first non-empty one the run. False, with the split over,
+    /// if the bucket has no event left.
+    #[inline(never)]
+    fn next_sub(&mut self) -> bool {
+        let b = (self.cur_abs & (WHEEL - 1)) as usize;
+        if self.words[b / 64] & (1 << (b % 64)) != 0 {
+            let mut v = std::mem::take(&mut self.buckets[b]);
+            self.spread(&mut v);
+            self.buckets[b] = v;
+            self.words[b / 64] &= !(1 << (b % 64));
+            if self.words[b / 64] == 0 {
+                self.summary &= !(1 << (b / 64));
+            }
+        }
+        if self.sub_bits == 0 {
+            self.mode = Mode::Plain;
+            self.cur_limit = (self.cur_abs + 1) << BUCKET_SHIFT;
+            return false;
+        }
+        let j = self.sub_bits.trailing_zeros();
+        self.sub_bits &= !(1 << j);
+        std::mem::swap(&mut self.current, &mut self.subs[j as usize]);
+        self.cur_limit = (self.cur_abs << BUCKET_SHIFT) + ((j as u64 + 1) << SUB_SHIFT);
         sort_bucket(&mut self.current);
         true
     }
@@ -466,13 +581,23 @@ impl Wheel {
 /// takes the library's unstable sort on the time and the position, which needs no allocation.
 #[inline]
 fn sort_bucket(v: &mut [Entry]) {
-    if v.len() > 32 {
-        for (k, e) in v.iter_mut().enumerate() {
-            e.ord = k as u32;
-        }
-        v.sort_unstable_by_key(|e| (e.time, e.ord));
-        return;
+    if v.len() > SORT_SMALL {
+        sort_large(v);
+    } else {
+        sort_small(v);
     }
+}
+
+#[inline(never)]
+fn sort_large(v: &mut [Entry]) {
+    for (k, e) in v.iter_mut().enumerate() {
+        e.ord = k as u32;
+    }
+    v.sort_unstable_by_key(|e| (e.time, e.ord));
+}
+
+#[inline]
+fn sort_small(v: &mut [Entry]) {
     for i in 1..v.len() {
         let e = v[i];
         if v[i - 1].time <= e.time {
@@ -763,6 +888,72 @@ mod tests {
         }
         assert_eq!(fast.pop_until(Instant::MAX), None);
         assert!(pops > 10_000, "{pops}");
+    }
+
+    /// Crowded buckets, as behind a 10 Gbit/s link serving thousands of flows: thousands of
+    /// events within a few buckets, and after each pop pushes a few microseconds ahead (the
+    /// link's next departure, inside the current bucket), at the same time, later in the
+    /// bucket or beyond it. Split buckets must pop exactly what the reference heap pops, ties
+    /// included, and report the same next time and count.
+    #[test]
+    fn crowded_buckets_split_and_match_the_reference_heap() {
+        let (mut fast, mut slow) = (Scheduler::new(), Scheduler::reference());
+        let mut x: u64 = 0xD1B5_4A32_D192_ED03;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let span = 4u64 << BUCKET_SHIFT;
+        for k in 0..3_000 {
+            let c = ComponentId::new(Kind::Link, k % 700);
+            // Many equal times: a coarse grid of 1 µs.
+            let t = Instant((next() % span) / 1_000 * 1_000);
+            fast.push(t, c);
+            slow.push(t, c);
+        }
+        let mut now = Instant::ZERO;
+        let (mut pops, mut splits) = (0, 0);
+        for _ in 0..60_000 {
+            let r = next();
+            let limit = if r % 13 == 0 {
+                now + Duration((r >> 8) % 20_000)
+            } else {
+                Instant::MAX
+            };
+            assert_eq!(fast.next_time(), slow.next_time());
+            let a = fast.pop_until(limit);
+            assert_eq!(a, slow.pop_until(limit));
+            assert_eq!(fast.pending(), slow.pending());
+            splits += (fast.wheel.mode == Mode::Split) as u32;
+            let Some((t, c)) = a else {
+                now = limit.min(now + Duration(5_000));
+                continue;
+            };
+            pops += 1;
+            now = t;
+            let pushes = 1 + (r >> 20) % 2 * (fast.pending() < 3_000) as u64;
+            for j in 0..pushes {
+                let dt = match (r >> (24 + 4 * j)) % 6 {
+                    0 => 0,
+                    1 | 2 => 800 + (r >> 40) % 4_000,
+                    3 => (r >> 40) % (1 << BUCKET_SHIFT),
+                    4 => (r >> 40) % span,
+                    _ => (r >> 40) % 3_000_000_000,
+                };
+                fast.push(t + Duration(dt), c);
+                slow.push(t + Duration(dt), c);
+            }
+        }
+        while let Some(e) = slow.pop_until(Instant::MAX) {
+            assert_eq!(fast.next_time(), Some(e.0));
+            assert_eq!(fast.pop_until(Instant::MAX), Some(e));
+        }
+        assert_eq!(fast.pop_until(Instant::MAX), None);
+        assert!(pops > 50_000, "{pops}");
+        // Most pops came from split buckets.
+        assert!(splits > 30_000, "{splits}");
     }
 
     /// The engine's pattern: pop one event, push zero to two (often at the popped time, in
