@@ -723,6 +723,30 @@ mod tests {
         [Scheduler::new(), Scheduler::reference()]
     }
 
+    /// A xorshift64 stream: test inputs that are the same on every run.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// Pop from both queues up to `limit`: they must agree on the next time, the event and
+    /// the number pending.
+    fn pop_both(
+        fast: &mut Scheduler,
+        slow: &mut Scheduler,
+        limit: Instant,
+    ) -> Option<(Instant, ComponentId)> {
+        assert_eq!(fast.next_time(), slow.next_time());
+        let a = fast.pop_until(limit);
+        assert_eq!(a, slow.pop_until(limit));
+        assert_eq!(fast.pending(), slow.pending());
+        a
+    }
+
     #[test]
     fn equal_times_pop_in_insertion_order() {
         for mut s in both() {
@@ -850,13 +874,7 @@ mod tests {
     #[test]
     fn sparse_far_events_match_the_reference_heap() {
         let (mut fast, mut slow) = (Scheduler::new(), Scheduler::reference());
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         let mut now = Instant::ZERO;
         let mut pops = 0;
         for k in 0..20_000usize {
@@ -898,13 +916,7 @@ mod tests {
     #[test]
     fn crowded_buckets_split_and_match_the_reference_heap() {
         let (mut fast, mut slow) = (Scheduler::new(), Scheduler::reference());
-        let mut x: u64 = 0xD1B5_4A32_D192_ED03;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0xD1B5_4A32_D192_ED03);
         let span = 4u64 << BUCKET_SHIFT;
         for k in 0..3_000 {
             let c = ComponentId::new(Kind::Link, k % 700);
@@ -922,10 +934,7 @@ mod tests {
             } else {
                 Instant::MAX
             };
-            assert_eq!(fast.next_time(), slow.next_time());
-            let a = fast.pop_until(limit);
-            assert_eq!(a, slow.pop_until(limit));
-            assert_eq!(fast.pending(), slow.pending());
+            let a = pop_both(&mut fast, &mut slow, limit);
             splits += (fast.wheel.mode == Mode::Split) as u32;
             let Some((t, c)) = a else {
                 now = limit.min(now + Duration(5_000));
@@ -963,13 +972,7 @@ mod tests {
     #[test]
     fn wheel_matches_the_reference_heap_under_engine_like_traffic() {
         let (mut fast, mut slow) = (Scheduler::new(), Scheduler::reference());
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         for k in 0..64 {
             let c = ComponentId::new(Kind::Link, k);
             let t = Instant(next() % 1_000_000_000);
@@ -985,10 +988,7 @@ mod tests {
             } else {
                 Instant::MAX
             };
-            assert_eq!(fast.next_time(), slow.next_time());
-            let a = fast.pop_until(limit);
-            assert_eq!(a, slow.pop_until(limit));
-            assert_eq!(fast.pending(), slow.pending());
+            let a = pop_both(&mut fast, &mut slow, limit);
             let Some((t, c)) = a else {
                 now = limit.min(now + Duration(1_000_000));
                 continue;
