@@ -12,8 +12,9 @@ It then prints the scale comparison of the requirement "cost per bottleneck pack
 the 8-flow case": wall time per bottleneck packet of `scenarios/dumbbell.toml` (8 flows) against
 `bench/scenarios/dumbbell-10k.toml` (10,000 flows on the same 60 Mbps bottleneck, 6 kbps each),
 `bench/scenarios/dumbbell-10k-scaled.toml` (10,000 flows on a 10 Gbps bottleneck, 1 Mbps each)
-and `bench/scenarios/multipath-1k.toml`, with the ratio to the 8-flow case. The run's wall time
-excludes parsing; callgrind's instruction counts include it.
+and `bench/scenarios/multipath-1k.toml`, with the ratio to the 8-flow case. The multipath
+scenario's bottleneck packets are those of both its bottlenecks (each connection has a subflow
+through each). The run's wall time excludes parsing; callgrind's instruction counts include it.
 
     python bench/engine.py [--no-callgrind] [--quick] [--repeat N] [--json OUT]
 
@@ -58,10 +59,15 @@ EIGHT = "scenarios/dumbbell.toml (RED), 8 flows, 100 s"
 TEN_K = "10,000 flows, 60 Mbps (6 kbps each), 100 s"
 TEN_K_SCALED = "10,000 flows, 10 Gbps (1 Mbps each), 20 s"
 MULTIPATH = "1,000 multipath connections, 100 s"
+# The multipath scenario's connections put half their packets through each of its two
+# bottlenecks, so its bottleneck packets are both links' (every packet of the dumbbells crosses
+# their one bottleneck).
+MULTIPATH_BOTTLENECKS = "bottleneck,bottleneck2"
 
 
 def cases(quick: bool) -> list[tuple[str, str, bool, bool]]:
-    """(label, scenario text, measure instructions, repeat the wall-clock run)."""
+    """(label, scenario text, measure instructions, repeat the wall-clock run). Bottleneck
+    packets are the link named "bottleneck"'s unless `BOTTLENECKS` names others."""
     out = [
         (
             "drop-tail NewReno, 8 flows, 100 s",
@@ -89,16 +95,22 @@ def cases(quick: bool) -> list[tuple[str, str, bool, bool]]:
     return out
 
 
-def run(path: Path) -> dict:
+BOTTLENECKS = {MULTIPATH: MULTIPATH_BOTTLENECKS}
+
+
+def run(path: Path, links: str) -> dict:
     out = subprocess.run(
-        [str(RUN), str(path), "--json"], capture_output=True, text=True, check=True
+        [str(RUN), str(path), "--json", "--link", links],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout)
 
 
-def best_run(path: Path, repeat: int) -> dict:
+def best_run(path: Path, links: str, repeat: int) -> dict:
     """The run with the least wall time of `repeat` (the results are identical)."""
-    return min((run(path) for _ in range(max(repeat, 1))), key=lambda r: r["wall_s"])
+    return min((run(path, links) for _ in range(max(repeat, 1))), key=lambda r: r["wall_s"])
 
 
 def scale_rows(rows: list[dict]) -> list[dict]:
@@ -178,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         for k, (label, text, count, again) in enumerate(cases(args.quick)):
             path = Path(tmp) / f"case{k}.toml"
             path.write_text(text)
-            r = best_run(path, args.repeat if again else 1)
+            links = BOTTLENECKS.get(label, "bottleneck")
+            r = best_run(path, links, args.repeat if again else 1)
             pkts = r["bottleneck_packets"]
             ir = instructions(path) if count and not args.no_callgrind else None
             row = {

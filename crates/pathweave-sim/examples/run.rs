@@ -1,8 +1,11 @@
 //! Run a scenario file without Python and report the engine's speed; the benchmark drives
 //! this binary so its peak memory is the simulator's alone.
 //!
-//! `cargo run --release -p pathweave-sim --example run -- FILE [--seed N] [--json] [--link NAME]
-//! [--series-out DIR]`
+//! `cargo run --release -p pathweave-sim --example run -- FILE [--seed N] [--json]
+//! [--link NAME[,NAME...]] [--series-out DIR]`
+//!
+//! Bottleneck packets are those the named links (default: the link named "bottleneck")
+//! delivered in their forward direction, summed over the links.
 //!
 //! The run advances one simulated second at a time and moves the time series sampled in that
 //! second out of the simulator: with `--series-out` they are appended to `flow_series.csv`,
@@ -121,14 +124,14 @@ fn main() {
     let mut file = None;
     let mut seed = None;
     let mut json = false;
-    let mut link = "bottleneck".to_string();
+    let mut link = None;
     let mut series_out = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
             "--seed" => seed = it.next().and_then(|s| s.parse().ok()),
-            "--link" => link = it.next().cloned().unwrap_or_default(),
+            "--link" => link = it.next().cloned(),
             "--series-out" => series_out = it.next().cloned(),
             _ if file.is_none() => file = Some(a.clone()),
             _ => {
@@ -138,7 +141,7 @@ fn main() {
         }
     }
     let Some(path) = file else {
-        eprintln!("usage: run FILE [--seed N] [--json] [--link NAME] [--series-out DIR]");
+        eprintln!("usage: run FILE [--seed N] [--json] [--link NAME[,NAME...]] [--series-out DIR]");
         std::process::exit(2);
     };
     let sc = match Scenario::load(std::path::Path::new(&path)) {
@@ -148,6 +151,18 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // Refuse an unknown bottleneck name before spending the run on it.
+    for name in link.iter().flat_map(|names| names.split(',')) {
+        if !sc.links.iter().any(|l| l.name == name) {
+            let known: Vec<&str> = sc.links.iter().take(8).map(|l| l.name.as_str()).collect();
+            let more = if sc.links.len() > 8 { ", …" } else { "" };
+            eprintln!(
+                "--link: the scenario has no link named {name:?} (it has {}{more})",
+                known.join(", ")
+            );
+            std::process::exit(2);
+        }
+    }
     let t0 = std::time::Instant::now();
     let mut files = match series_out
         .as_deref()
@@ -177,9 +192,20 @@ fn main() {
         std::process::exit(1);
     }
     let r = sim.into_results();
-    let bn = (0..r.links.name.len())
-        .find(|&i| r.links.name[i] == link && r.links.direction[i] == "forward");
-    let bn_pkts = bn.map_or(0, |i| r.links.delivered_packets[i]);
+    // The bottleneck links' forward directions: those named by `--link` (a multipath
+    // scenario has one bottleneck per path), or the link named "bottleneck" if there is one.
+    let forward = |name: &str| {
+        (0..r.links.name.len())
+            .find(|&i| r.links.name[i] == name && r.links.direction[i] == "forward")
+    };
+    let bn: Vec<usize> = match &link {
+        Some(names) => names
+            .split(',')
+            .map(|name| forward(name).expect("checked against the scenario's links above"))
+            .collect(),
+        None => forward("bottleneck").into_iter().collect(),
+    };
+    let bn_pkts: u64 = bn.iter().map(|&i| r.links.delivered_packets[i]).sum();
     let total: f64 = r.flows.goodput_bps.iter().sum();
     let jain = pathweave_sim::results::jain_index(&r.flows.goodput_bps);
     if json {
@@ -214,17 +240,20 @@ fn main() {
             g.jain
         );
     }
-    if let Some(i) = bn {
+    for &i in &bn {
         println!(
-            "{link}: {} packets, utilisation {:.4}, drops: overflow {} early {} forced {}",
-            bn_pkts,
+            "{}: {} packets, utilisation {:.4}, drops: overflow {} early {} forced {}",
+            r.links.name[i],
+            r.links.delivered_packets[i],
             r.links.utilization[i],
             r.links.drops_overflow[i],
             r.links.drops_early[i],
             r.links.drops_forced[i]
         );
+    }
+    if !bn.is_empty() {
         println!(
-            "{link} packets per wall-clock second: {:.0}",
+            "bottleneck packets per wall-clock second: {:.0}",
             bn_pkts as f64 / wall
         );
     }
