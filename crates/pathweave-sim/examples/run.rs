@@ -131,7 +131,13 @@ fn main() {
         match a.as_str() {
             "--json" => json = true,
             "--seed" => seed = it.next().and_then(|s| s.parse().ok()),
-            "--link" => link = it.next().cloned(),
+            "--link" => match it.next() {
+                Some(names) => link = Some(names.clone()),
+                None => {
+                    eprintln!("--link needs link names, separated by commas");
+                    std::process::exit(2);
+                }
+            },
             "--series-out" => series_out = it.next().cloned(),
             _ if file.is_none() => file = Some(a.clone()),
             _ => {
