@@ -86,6 +86,15 @@ def _published() -> list[Published]:
                     "segments, they sit at ssthresh's floor, most losses become timeouts, and "
                     "a = D^2 stops setting their rate"
                 )
+            elif n >= 32 and family == "bmc":
+                reason = (
+                    "real two-subflow BMC connections (fixed weights 2/3 and 1/3) rise above "
+                    "one Reno flow as N grows, 1.20 at N = 32 and 1.34-1.39 at N = 48-64 in the "
+                    "full form; over separate paths they give exactly the two-weight bundle's "
+                    "ratio, whose smaller weight keeps a sawtooth window of a few packets where "
+                    "most losses end in timeouts and a = D^2 sets its rate less (the paper finds "
+                    "up to ~20 % high at large N and blames timeouts)"
+                )
             elif n >= 48:
                 reason = (
                     "the paper finds up to ~20 % high at large N and blames timeouts; with "

@@ -148,6 +148,14 @@ _TIMEOUTS = (
 )
 
 
+# Measured 2026-11-26: full form 1.018 (95 % interval 0.999-1.037, five 100 s seeds); the
+# quick form's two 40 s seeds 0.983 (0.911-1.054).
+_NEAR_OLIA = (
+    "MPVeno (beta = 6) and OLIA are within 2 % of each other here: the full form (five 100 s "
+    "seeds) gives 1.02 (95 % interval 1.00-1.04) and matches; two 40 s runs straddle 1"
+)
+
+
 def _published() -> list[Published]:
     out: list[Published] = []
     eq = {SCEN: "equal"}
@@ -188,6 +196,9 @@ def _published() -> list[Published]:
                             AtLeast(1.0),
                             where=where,
                             label=f"{fig}: {NAMES[name]} above OLIA at {_pct(p)}",
+                            reason=_NEAR_OLIA
+                            if (scen, p, name) == ("fixed1", 1e-2, "mpveno-b6")
+                            else None,
                         )
                     )
             out.append(
