@@ -38,10 +38,23 @@ const SPIN_AFTER_ACTIVITY_NS: u64 = 100_000;
 /// Bounds of the early-wake margin before a deadline (see [`Pacer`]).
 const MIN_MARGIN_NS: u64 = 20_000;
 const MAX_MARGIN_NS: u64 = 400_000;
-/// Spinning is capped at this share of every window, so the real-time thread never runs into
-/// the kernel's RT throttling (which would stop it for tens of milliseconds).
+/// Polling that finds nothing is capped at `IDLE_BUDGET_NS` of every window, and the thread's
+/// CPU time (work, polling and the cost of its sleeps) at `CPU_CAP_NS`: above that it naps
+/// between events even while busy, so the real-time thread stays clear of the kernel's RT
+/// throttling (`sched_rt_runtime_us`, 95 % of every second by default), which would stop it
+/// for tens of milliseconds.
 const SPIN_WINDOW_NS: u64 = 100_000_000;
-const SPIN_BUDGET_NS: u64 = 30_000_000;
+const IDLE_BUDGET_NS: u64 = 30_000_000;
+const CPU_CAP_NS: u64 = 70_000_000;
+/// How often the thread's CPU clock (a system call) is read.
+const CPU_READ_EVERY_NS: u64 = 1_000_000;
+/// The shortest sleep of a thread out of CPU budget. On a virtual machine a sleep and its
+/// wake-up cost the thread CPU time of their own (a real-time thread sleeping in `ppoll` for
+/// 5, 30 or 100 µs was charged 20–22 µs of CPU per sleep on a 2-vCPU machine), so sleeping
+/// between events a few microseconds apart costs more CPU than it frees; out of budget the
+/// thread naps this long and then dispatches what fell due, late by at most this much plus
+/// its wake-up.
+const MIN_NAP_NS: u64 = 100_000;
 /// SCHED_FIFO priority of the link thread (1–99; above ordinary threads, below the kernel's
 /// own high-priority threads at 99).
 const REALTIME_PRIORITY: i32 = 50;
@@ -53,52 +66,87 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 /// A sleep ends late by the timer's and the CPU's wake-up latency, so the thread sleeps until
 /// a margin before its next deadline and polls for the rest; the margin follows the measured
 /// overshoot of earlier sleeps (a moving average, doubled, within
-/// [`MIN_MARGIN_NS`, `MAX_MARGIN_NS`]). Polling without sleeping is capped per window.
+/// [`MIN_MARGIN_NS`, `MAX_MARGIN_NS`]). Within each window of [`SPIN_WINDOW_NS`], polling
+/// that finds nothing may take [`IDLE_BUDGET_NS`] and the thread's CPU time may reach
+/// [`CPU_CAP_NS`] before it stops polling. Only idle polling counts against the first, so a
+/// busy thread does not spend it on work. Out of polling budget the thread sleeps to its next
+/// deadline; out of CPU it sleeps at least [`MIN_NAP_NS`] at a time rather than between every
+/// two events.
 #[derive(Debug)]
 struct Pacer {
     margin: u64,
     spin_until: u64,
     window_start: u64,
-    spun: u64,
+    /// Polling that found nothing, this window.
+    idle: u64,
+    /// The thread's CPU clock at the window's start, at its last reading, and when that was.
+    cpu_start: u64,
+    cpu: u64,
+    cpu_read_at: u64,
+    /// When the thread last planned or woke from a sleep.
     last: u64,
+    /// Whether anything was dispatched or read since the last plan.
+    worked: bool,
+    /// Reads the thread's CPU clock (a fake one in tests).
+    cpu_clock: fn() -> u64,
 }
 
-impl Default for Pacer {
-    fn default() -> Self {
+impl Pacer {
+    fn new(cpu_clock: fn() -> u64) -> Self {
+        let cpu = cpu_clock();
         Pacer {
             margin: 50_000,
             spin_until: 0,
             window_start: 0,
-            spun: 0,
+            idle: 0,
+            cpu_start: cpu,
+            cpu,
+            cpu_read_at: 0,
             last: 0,
+            worked: false,
+            cpu_clock,
         }
     }
-}
 
-impl Pacer {
     fn activity(&mut self, now: u64) {
         self.spin_until = now + SPIN_AFTER_ACTIVITY_NS;
+        self.worked = true;
     }
 
     /// `None` to poll without sleeping, or the sleep length and the time it aims at.
     fn plan(&mut self, now: u64, next: u64) -> Option<(u64, u64)> {
+        if now >= self.cpu_read_at + CPU_READ_EVERY_NS {
+            self.cpu = (self.cpu_clock)();
+            self.cpu_read_at = now;
+        }
         if now >= self.window_start + SPIN_WINDOW_NS {
             self.window_start = now;
-            self.spun = 0;
+            self.idle = 0;
+            self.cpu_start = self.cpu;
         }
+        if !self.worked {
+            self.idle += now.saturating_sub(self.last);
+        }
+        self.worked = false;
+        self.last = now;
         let to_next = next.saturating_sub(now);
         let spinning = now < self.spin_until || to_next <= self.margin;
-        let elapsed = now.saturating_sub(self.last);
-        self.last = now;
-        if spinning && self.spun < SPIN_BUDGET_NS {
-            self.spun += elapsed.min(SPIN_AFTER_ACTIVITY_NS);
+        let cpu_left = self.cpu.saturating_sub(self.cpu_start) < CPU_CAP_NS;
+        if spinning && cpu_left && self.idle < IDLE_BUDGET_NS {
             return None;
         }
-        // Out of budget inside the margin: sleep to the deadline itself.
         let target = if to_next > self.margin {
             next - self.margin
         } else {
             next
+        };
+        // Out of CPU the thread naps at least `MIN_NAP_NS` even with events due sooner (they
+        // are dispatched late, and measured): a sleep costs tens of microseconds of CPU on a
+        // virtual machine, so few long naps free more of it than one between every two events.
+        let target = if cpu_left {
+            target
+        } else {
+            target.max(now + MIN_NAP_NS)
         };
         match target.saturating_sub(now) {
             0 => None,
@@ -106,12 +154,15 @@ impl Pacer {
         }
     }
 
-    /// A sleep aimed at `target` ended at `now` (no packet woke it).
-    fn woke(&mut self, target: u64, now: u64) {
+    /// A sleeping poll returned at `now`; `target` is what it aimed at and `timed_out` whether
+    /// it ended without a packet (only then does its overshoot say anything of the timer).
+    fn slept(&mut self, target: u64, now: u64, timed_out: bool) {
         self.last = now;
-        let over = now.saturating_sub(target);
-        let m = (self.margin * 7 + 2 * over + MIN_MARGIN_NS) / 8;
-        self.margin = m.clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+        if timed_out {
+            let over = now.saturating_sub(target);
+            let m = (self.margin * 7 + 2 * over + MIN_MARGIN_NS) / 8;
+            self.margin = m.clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+        }
     }
 }
 
@@ -327,7 +378,7 @@ impl Driver {
             })
             .collect();
         let mut scratch = vec![0u8; self.pool.slot];
-        let mut pacer = Pacer::default();
+        let mut pacer = Pacer::new(sys::thread_cpu_ns);
         let start = sys::monotonic_ns().saturating_sub(epoch);
         self.seen_empty.fill(start);
         loop {
@@ -369,9 +420,7 @@ impl Driver {
                 Some((timeout, target)) => {
                     let ready = sys::poll(&mut pollfds, Some(timeout))?;
                     let polled = sys::monotonic_ns().saturating_sub(epoch);
-                    if ready == 0 {
-                        pacer.woke(target, polled);
-                    }
+                    pacer.slept(target, polled, ready == 0);
                     // A packet that woke the thread from its sleep on a drained device is
                     // counted from the wake-up: the thread's own wake-up latency is not
                     // measured here (it is the same latency the pacer's margin absorbs).
@@ -555,5 +604,102 @@ impl Driver {
                 &mut self.sched,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The fake thread CPU clock the tests' pacers read.
+        static CPU: Cell<u64> = const { Cell::new(0) };
+    }
+
+    fn fake_cpu() -> u64 {
+        CPU.with(Cell::get)
+    }
+
+    fn pacer() -> Pacer {
+        CPU.with(|c| c.set(0));
+        Pacer::new(fake_cpu)
+    }
+
+    /// Poll every `step` ns from `from` for `span` ns with events `gap` ahead, busy (`work`) or
+    /// not, the CPU clock running with the wall clock; returns how many plans said "poll".
+    fn poll_for(p: &mut Pacer, from: u64, span: u64, step: u64, gap: u64, work: bool) -> u64 {
+        let mut polls = 0;
+        let mut t = from;
+        while t < from + span {
+            CPU.with(|c| c.set(c.get() + step));
+            if work {
+                p.activity(t);
+            }
+            if p.plan(t, t + gap).is_none() {
+                polls += 1;
+            }
+            t += step;
+        }
+        polls
+    }
+
+    #[test]
+    fn work_does_not_spend_the_idle_polling_budget() {
+        let mut p = pacer();
+        // A thread busy for 60 ms of a window (events 5 µs apart, each iteration working)
+        // polls throughout: 60 ms is past the 30 ms idle budget but below the CPU cap.
+        let n = poll_for(&mut p, 0, 60_000_000, 10_000, 5_000, true);
+        assert_eq!(n, 6_000);
+    }
+
+    #[test]
+    fn idle_polling_stops_at_its_budget_and_then_sleeps_to_the_deadline() {
+        let mut p = pacer();
+        let n = poll_for(&mut p, 0, 40_000_000, 10_000, 5_000, false);
+        // 30 ms of 10 µs idle polls, then sleeps.
+        assert!((2_999..=3_001).contains(&n), "{n} polls");
+        // Out of idle budget but not of CPU: the sleep ends at the deadline, however near.
+        let now = 40_000_000;
+        let (wait, target) = p.plan(now, now + 5_000).expect("a sleep");
+        assert_eq!((wait, target), (5_000, now + 5_000));
+    }
+
+    #[test]
+    fn out_of_cpu_the_thread_naps_and_a_new_window_restores_polling() {
+        let mut p = pacer();
+        // Busy: polls until the thread's CPU time reaches the cap (70 ms), then stops.
+        let n = poll_for(&mut p, 0, 90_000_000, 10_000, 5_000, true);
+        let cap = CPU_CAP_NS / 10_000;
+        assert!(
+            n >= cap - 100 && n <= cap + 100,
+            "{n} polls against a cap of {cap}"
+        );
+        // With the next event 5 µs away it naps the minimum instead.
+        let now = 90_000_000;
+        p.activity(now);
+        let (wait, target) = p.plan(now, now + 5_000).expect("a nap");
+        assert_eq!((wait, target), (MIN_NAP_NS, now + MIN_NAP_NS));
+        // A far deadline: the sleep aims at the margin before it, as in budget.
+        let (_, target) = p.plan(now, now + 10_000_000).expect("a sleep");
+        assert_eq!(target, now + 10_000_000 - p.margin);
+        // The next window polls again.
+        p.slept(target, 100_000_000, true);
+        let n = poll_for(&mut p, 100_000_000, 1_000_000, 10_000, 5_000, true);
+        assert_eq!(n, 100);
+    }
+
+    #[test]
+    fn a_sleep_that_ends_late_widens_the_margin_and_a_packet_wake_up_does_not() {
+        let mut p = pacer();
+        let m = p.margin;
+        p.slept(1_000_000, 1_000_000 + 10_000, false);
+        assert_eq!(p.margin, m, "a packet woke it: nothing learnt of the timer");
+        p.slept(1_000_000, 1_000_000 + 200_000, true);
+        assert!(p.margin > m, "{} after {m}", p.margin);
+        for _ in 0..100 {
+            p.slept(0, 10_000_000, true);
+        }
+        assert_eq!(p.margin, MAX_MARGIN_NS);
     }
 }
