@@ -99,7 +99,8 @@ def main() -> int:
     header = (
         f"{'link Mbit/s':>11} {'offered pkt/s':>13} {'carried pkt/s':>13} {'p50 ms':>8} "
         f"{'p99 ms':>8} {'p99.9 ms':>9} {'max ms':>8} {'intake p99':>10} {'emu drops':>9} "
-        f"{'dev drops':>9} {'queue drops':>11} {'CPU us/pkt':>10} {'pkt/core-s':>10} {'thread CPU':>10}"
+        f"{'dev drops':>9} {'queue drops':>11} {'CPU us/pkt':>10} {'pkt/core-s':>10} "
+        f"{'thread CPU':>10}"
     )
     print(header)
     rows = []

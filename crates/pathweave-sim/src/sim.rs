@@ -104,14 +104,25 @@ impl Simulation {
                     let Ok(cc) = control.config.build() else {
                         unreachable!("scenario validation builds every controller configuration")
                     };
+                    // With handshakes, a subflow's first data waits for its handshake (a
+                    // header-only segment each way).
+                    let joins: Vec<Instant> = if cfg.handshakes {
+                        topology::handshake_joins(scenario, &f.subflows, f.start, cfg.ack_size)
+                    } else {
+                        f.subflows
+                            .iter()
+                            .map(|sf| sf.start.unwrap_or(f.start))
+                            .collect()
+                    };
                     let plans: Vec<SubflowPlan> = f
                         .subflows
                         .iter()
                         .zip(pairs)
-                        .map(|(sf, &(route, ack_route))| SubflowPlan {
+                        .zip(joins)
+                        .map(|((sf, &(route, ack_route)), join)| SubflowPlan {
                             route,
                             ack_route,
-                            join: sf.start.unwrap_or(f.start),
+                            join,
                             leave: sf.stop,
                         })
                         .collect();

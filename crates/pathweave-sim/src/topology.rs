@@ -9,7 +9,7 @@ use crate::link::LinkDir;
 use crate::results::{jain_index, FlowTable, GroupFairness, LinkSeries, LinkTable};
 use crate::rng::{Purpose, Stream};
 use crate::scenario::{Columns, LinkChange, Scenario, SubflowSpec};
-use pathweave_cc::Instant;
+use pathweave_cc::{Bytes, Duration, Instant};
 use std::collections::BTreeMap;
 
 /// Every link direction of `scenario`: direction `2·k` is link `k` forward, `2·k + 1` its
@@ -44,6 +44,64 @@ pub fn subflow_routes(sf: &SubflowSpec) -> (Vec<u32>, Vec<u32>) {
         .map(|h| (2 * h.link + !h.reverse as usize) as u32)
         .collect();
     (fwd, rev)
+}
+
+/// The round trip of a handshake segment of `size` bytes over `sf`'s path as the links are at
+/// time zero: every link direction's delay and transmission time, out and back, without
+/// queueing (the handshake's segments are not simulated).
+pub fn handshake_rtt(scenario: &Scenario, sf: &SubflowSpec, size: u32) -> Duration {
+    let mut t = Duration::ZERO;
+    for h in &sf.path {
+        let l = &scenario.links[h.link];
+        for spec in [&l.forward, &l.reverse] {
+            t = t
+                + spec.delay
+                + spec
+                    .rate
+                    .transmission_time(Bytes(size as u64))
+                    .unwrap_or_default();
+        }
+    }
+    t
+}
+
+/// When each subflow of a TCP flow starting at `start` sends its first data if handshakes are
+/// modelled, given each subflow's own start (`None`: the flow's). As Linux MPTCP (kernel 6.x,
+/// in-kernel path manager, measured with `ss` on the emulated paths: the joining subflow's
+/// first data left three round trips after the first subflow's):
+/// * the first subflow sends with the third segment of its SYN, SYN-ACK, ACK exchange, one
+///   round trip `R₀` after its start;
+/// * the path manager opens further subflows once the connection is fully established, when
+///   the first data-level acknowledgement arrives, `2·R₀` after the start; a joining subflow
+///   then exchanges SYN and SYN-ACK with MP_JOIN and may send data only once its third ACK is
+///   acknowledged (RFC 8684 §3.2), two round trips `R_j` of its own path, or from its own
+///   start, if that is later than the connection's establishment.
+///
+/// A single-path flow is its first subflow.
+pub fn handshake_joins(
+    scenario: &Scenario,
+    subflows: &[SubflowSpec],
+    start: Instant,
+    size: u32,
+) -> Vec<Instant> {
+    let Some(first) = subflows.first() else {
+        return Vec::new();
+    };
+    let r0 = handshake_rtt(scenario, first, size);
+    let own = |sf: &SubflowSpec| sf.start.unwrap_or(start);
+    let established = own(first) + r0 + r0;
+    subflows
+        .iter()
+        .enumerate()
+        .map(|(j, sf)| {
+            if j == 0 {
+                own(sf) + r0
+            } else {
+                let rj = handshake_rtt(scenario, sf, size);
+                own(sf).max(established) + rj + rj
+            }
+        })
+        .collect()
 }
 
 /// A subflow's path as the results name it: link names joined by ">", "~" marking a reverse

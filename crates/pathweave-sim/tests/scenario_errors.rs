@@ -655,6 +655,7 @@ fn contradictions_are_refused() {
         ("limited_transmit", "true"),
         ("prr", "false"),
         ("mptcp_options", "true"),
+        ("handshakes", "true"),
         ("keep_sack_on_rto", "true"),
         ("ack_size", "\"40B\""),
         ("receive_buffer", "\"1MB\""),

@@ -69,6 +69,9 @@ pub struct TcpSettings {
     /// holds settings with the option already taken out of `mss` and added to `header` and
     /// `ack_size`.
     pub mptcp_options: bool,
+    /// Whether a subflow sends its first data only after its handshake, as Linux does (see
+    /// [`crate::topology::handshake_joins`]); without, every subflow sends from its start.
+    pub handshakes: bool,
 }
 
 /// Bytes of MPTCP's DSS option on a data segment as Linux sends it: the 4-byte option head,
@@ -149,6 +152,7 @@ impl Default for TcpSettings {
             prr: false,
             keep_sack_on_rto: false,
             mptcp_options: false,
+            handshakes: false,
         }
     }
 }
@@ -284,6 +288,9 @@ impl Reader<'_> {
         }
         if let Some(v) = t.get("keep_sack_on_rto") {
             s.keep_sack_on_rto = self.boolean(&join(path, "keep_sack_on_rto"), v)?;
+        }
+        if let Some(v) = t.get("handshakes") {
+            s.handshakes = self.boolean(&join(path, "handshakes"), v)?;
         }
         // PRR replaces RFC 6675's `cwnd − pipe` rule, and only SACK recovery has SACKs to
         // keep across a timeout; the other recoveries have neither.
@@ -770,4 +777,5 @@ pub const TCP_KEYS: &[&str] = &[
     "prr",
     "keep_sack_on_rto",
     "mptcp_options",
+    "handshakes",
 ];
