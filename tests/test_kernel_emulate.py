@@ -211,14 +211,14 @@ def _marked(misses: dict[str, str]) -> list:  # type: ignore[type-arg]
 # connection's send buffer (the sum of the subflows', 0.8-1.5 MB) fills and the other subflow
 # runs dry. The simulator pulling data into window space predicted 1.05-1.09x; with Linux's
 # sending side (`scheduler = "linux"`) and handshakes (both set by `_doc`) it predicts 0.60x,
-# the same stall: the kernel's run means were 0.75-0.79 in four runs and 0.61 in a fifth, so
+# the same stall: the kernel's run means were 0.75-0.79 in four runs, 0.61 and 0.71 in two, so
 # the test is at its own 0.7 bound and the agreement at its 0.2 bound. Alone on two paths the
 # model's stalls go deeper (0.58 of the sum against the kernel's 0.71-0.83). See
 # docs/kernel.md.
 FULLY_COUPLED_MISS = (
     "fully coupled over real MPTCP: head-of-line blocking behind the send queue of a subflow "
     "cut to one or two packets; the simulator with Linux's sending side reproduces it (0.60x "
-    "the Reno flow against the kernel's 0.61-0.79x over five runs), at both bounds"
+    "the Reno flow against the kernel's 0.61-0.79x over six runs), at both bounds"
 )
 
 
