@@ -334,9 +334,9 @@ GOAL1_MISSES = {
     "queue of a subflow cut to one or two packets (see the headline); 0.50x simulated",
 }
 # The share ratio on the shared paths: OLIA 0.92 and Balia 1.06 simulated are within 0.2 of
-# every kernel run recorded (OLIA 0.85-1.09, Balia 1.06-1.24, eight runs each); fully coupled
-# control's 0.61 is not always (kernel 0.67-0.86 over ten runs): its stalls are deeper in the model
-# here as alone on two paths, cause not found.
+# every kernel run recorded (OLIA 0.84-1.09, Balia 1.06-1.24, ten runs each); fully coupled
+# control's 0.61 is not always (kernel 0.67-0.86 over ten runs): its stalls are deeper in the
+# model here as alone on two paths, cause not found.
 AGREEMENT_MISSES = {
     "fully-coupled": "with Linux's sending side the simulator's fully coupled control stalls "
     "behind its send queues more than the kernel's (0.61 simulated against 0.67-0.86 over ten "
