@@ -58,13 +58,19 @@ fn tx(bytes: u64, bps: u64) -> u64 {
     (bytes * 8 * 1_000_000_000).div_ceil(bps)
 }
 
+/// The round trips of a 40-byte handshake segment over the two paths of `PATHS`, in ns.
+fn round_trips() -> (u64, u64) {
+    let r0 = 2 * (2_000_000 + 10_000_000 + tx(40, 100_000_000) + tx(40, 20_000_000));
+    let r1 = 2 * (3_000_000 + 25_000_000 + tx(40, 100_000_000) + tx(40, 10_000_000));
+    (r0, r1)
+}
+
 #[test]
 fn round_trips_add_every_link_delay_and_serialisation_both_ways() {
     let sc = scenario(&text(true, "lia", "1s", "\"bulk\"", TWO));
     let f = &sc.flows[0];
     // A 40-byte handshake segment over each path, out and back.
-    let r0 = 2 * (2_000_000 + 10_000_000 + tx(40, 100_000_000) + tx(40, 20_000_000));
-    let r1 = 2 * (3_000_000 + 25_000_000 + tx(40, 100_000_000) + tx(40, 10_000_000));
+    let (r0, r1) = round_trips();
     assert_eq!(
         topology::handshake_rtt(&sc, &f.subflows[0], 40),
         Duration(r0)
@@ -103,7 +109,7 @@ fn a_handshake_delays_a_lone_transfer_by_exactly_one_round_trip() {
     let traffic = "{ type = \"transfer\", size = \"2MB\" }";
     let without = run(&scenario(&text(false, "reno", "1s", traffic, one)), Some(1));
     let with = run(&scenario(&text(true, "reno", "1s", traffic, one)), Some(1));
-    let r0 = 2 * (2_000_000 + 10_000_000 + tx(40, 100_000_000) + tx(40, 20_000_000));
+    let (r0, _) = round_trips();
     let (a, b) = (without.flows.completion_s[0], with.flows.completion_s[0]);
     assert!(a.is_finite() && b.is_finite(), "both transfers complete");
     assert!(
