@@ -21,6 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 import pytest
 import tomli_w
@@ -69,14 +70,31 @@ def _tun_devices(namespaces: list[str]) -> list[str]:
     return found
 
 
+def tcp_orphans() -> int:
+    """TCP sockets the kernel keeps after their last close (all namespaces; /proc/net/sockstat).
+    A socket closed gracefully over links that have stopped stays one for minutes, and with
+    it its namespace and congestion control."""
+    for line in Path("/proc/net/sockstat").read_text().splitlines():
+        if line.startswith("TCP:"):
+            fields = line.split()
+            return int(fields[fields.index("orphan") + 1])
+    return 0
+
+
 @pytest.fixture(autouse=True)
 def nothing_left_behind():
     """After every test: no namespace of this process's emulations (their devices live only
-    inside them), no extra thread, no child process."""
+    inside them), no socket left as an orphan, no extra thread, no child process."""
     threads = threading.active_count()
+    orphans = tcp_orphans()
     yield
     if WHY_NOT is None:
         assert leftovers(os.getpid()) == []
+        # The kernel frees an aborted socket within moments (a killed run's too).
+        deadline = time.monotonic() + 5.0
+        while tcp_orphans() > orphans and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert tcp_orphans() <= orphans
     assert threading.active_count() == threads
     assert psutil.Process().children() == []
 
@@ -117,6 +135,22 @@ def _steady_goodput(res: EmulatedResult, flow: int, after_s: float) -> float:
     s = res.flow_series
     s = s[(s["flow"] == flow) & (s["time_s"] > after_s)]
     return float(s["rate_bps"].mean())
+
+
+def decrease_ratios(res: EmulatedResult, flow: int, subflow: int = 0) -> list[float]:
+    """Each new ssthresh over the window sampled just before, for the congestion events after
+    the first slow start (a finite ssthresh that falls). The end of the first slow start is
+    left out: there the window doubles every round trip, so the sample up to one interval
+    before the loss can be a fraction of the window the loss cut."""
+    ss = res.subflow_series
+    mine = ss[(ss["flow"] == flow) & (ss["subflow"] == subflow)]
+    th = mine["ssthresh_bytes"].to_numpy()
+    cw = mine["cwnd_bytes"].to_numpy()
+    return [
+        float(th[i] / cw[i - 1])
+        for i in range(1, len(th))
+        if not math.isnan(th[i]) and not math.isnan(th[i - 1]) and th[i] < th[i - 1]
+    ]
 
 
 @realtime
@@ -466,6 +500,34 @@ def test_a_killed_run_is_cleaned_up_by_cleanup(tmp_path: Path) -> None:
     assert out.returncode == 0
     assert all(n in out.stdout for n in left)
     assert leftovers(proc.pid) == []
+
+
+@realtime
+def test_reno_flows_can_run_on_another_kernel_congestion_control(tmp_path: Path) -> None:
+    """`reno_congestion="cubic"` runs a Reno flow on the kernel's CUBIC, which cuts its window
+    to 0.7 of what it was on loss (RFC 9438 §4.6: beta_cubic = 0.7) where Reno halves it."""
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    res = emulate(_scenario(tmp_path, _one_link(10, flow, "12s")), reno_congestion="cubic")
+    assert res.emulation["kernel_algorithms"] == ["cubic"]
+    ratios = decrease_ratios(res, 0)
+    print(f"cubic: new ssthresh over the window before, {np.round(ratios, 2)}")
+    assert ratios, "no congestion event after slow start in 12 s"
+    assert 0.6 <= float(np.median(ratios)) <= 0.8, ratios
+
+
+def test_an_unregistered_reno_congestion_is_refused(tmp_path: Path) -> None:
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    path = _scenario(tmp_path, _one_link(10, flow))
+    out = subprocess.run(
+        _cli("emulate", str(path), "--reno-congestion", "nosuchcc", "--out", str(tmp_path / "o")),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert '"nosuchcc" given to run Reno flows is not registered' in out.stderr
+    assert "; registered: " in out.stderr
+    assert "reno" in out.stderr.split("; registered: ")[1]
+    assert not (tmp_path / "o").exists()
 
 
 def test_an_algorithm_without_a_kernel_controller_is_refused(tmp_path: Path) -> None:

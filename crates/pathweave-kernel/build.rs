@@ -41,18 +41,24 @@ fn build_bpf() {
         .unwrap_or(Path::new("."))
         .display()
         .to_string();
-    let skel = out.join("pw.skel.rs");
-    let result = libbpf_cargo::SkeletonBuilder::new()
-        .source("src/bpf/pw.bpf.c")
-        .clang_args([
-            format!("-I{include}"),
-            "-Isrc/bpf".to_string(),
-            format!("-D__TARGET_ARCH_{arch}"),
-            "-Wall".to_string(),
-        ])
-        .build_and_generate(&skel);
-    if let Err(e) = result {
-        fail(&format!("compiling src/bpf/pw.bpf.c failed: {e:#}"));
+    let args = [
+        format!("-I{include}"),
+        "-Isrc/bpf".to_string(),
+        format!("-D__TARGET_ARCH_{arch}"),
+        "-Wall".to_string(),
+    ];
+    // The controllers, and the reference Reno of `pathweave kernel reference-reno`.
+    for (source, skel) in [
+        ("src/bpf/pw.bpf.c", "pw.skel.rs"),
+        ("src/bpf/reno_ref.bpf.c", "reno_ref.skel.rs"),
+    ] {
+        let result = libbpf_cargo::SkeletonBuilder::new()
+            .source(source)
+            .clang_args(args.clone())
+            .build_and_generate(out.join(skel));
+        if let Err(e) = result {
+            fail(&format!("compiling {source} failed: {e:#}"));
+        }
     }
 }
 

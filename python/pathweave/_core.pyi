@@ -83,11 +83,16 @@ class EmulationError(PathweaveError):
     """An emulated run failed part-way; everything it created has been removed."""
 
 def emulate(
-    scenario: Scenario, seed: int | None = None, max_load_bps: int | None = None
+    scenario: Scenario,
+    seed: int | None = None,
+    max_load_bps: int | None = None,
+    reno_congestion: str | None = None,
 ) -> tuple[_Results, dict[str, Any]]:
     """Emulate in real time; returns the results and the emulator's report."""
 
-def emulate_check(scenario: Scenario, max_load_bps: int | None = None) -> None:
+def emulate_check(
+    scenario: Scenario, max_load_bps: int | None = None, reno_congestion: str | None = None
+) -> None:
     """Raise EmulationRefused if the scenario cannot be emulated."""
 
 def emulate_cleanup() -> list[str]:

@@ -186,6 +186,12 @@ def _parser() -> argparse.ArgumentParser:
     emu_p.add_argument(
         "--format", choices=("parquet", "csv"), default="parquet", help="table file format"
     )
+    emu_p.add_argument(
+        "--reno-congestion",
+        metavar="NAME",
+        help="run the scenario's Reno flows and uncoupled subflows on this registered kernel "
+        "congestion control instead of reno (e.g. cubic, bbr)",
+    )
     emu_p.add_argument("--plot", action="store_true", help="also draw run.png in the output")
     emu_p.add_argument("--quiet", action="store_true", help="print only errors")
     emu_p.add_argument(
@@ -497,7 +503,7 @@ def _emulate(args: argparse.Namespace) -> int:
     out: Path = args.out if args.out is not None else _default_out(scenario.name + "-emulate")
     try:
         check_output_directory(out)
-        emu.check(scenario)
+        emu.check(scenario, reno_congestion=args.reno_congestion)
     except OSError as e:
         _error(f"--out: {e}")
         return EXIT_BAD_INPUT
@@ -511,7 +517,7 @@ def _emulate(args: argparse.Namespace) -> int:
         )
     try:
         with _sigterm_as_interrupt():
-            result = emu.emulate(scenario, seed=args.seed)
+            result = emu.emulate(scenario, seed=args.seed, reno_congestion=args.reno_congestion)
     except _core.EmulationRefused as e:
         _error(f"emulate: {e}")
         return EXIT_BAD_INPUT

@@ -57,25 +57,31 @@ def emulate(
     seed: int | None = None,
     *,
     max_load_bps: int | None = None,
+    reno_congestion: str | None = None,
 ) -> EmulatedResult:
     """Emulate ``scenario`` in real time over the kernel's TCP and MPTCP.
 
     ``seed`` overrides the scenario's seed (the links' random loss and RED streams).
     ``max_load_bps`` raises or lowers the real-time load limit (default 1 Gbit/s).
+    ``reno_congestion`` names a registered kernel congestion control (``cubic``, ``bbr``, …)
+    to run what the scenario runs as Reno: single-path Reno flows and uncoupled subflows.
     Raises ``EmulationRefused`` (nothing created) or ``EmulationError`` (run failed, all
     removed); Ctrl-C stops the run, removes what it made and raises KeyboardInterrupt.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
     start = time.perf_counter()
-    raw, report = _core.emulate(scenario, seed, max_load_bps)
+    raw, report = _core.emulate(scenario, seed, max_load_bps, reno_congestion)
     return EmulatedResult(scenario, raw, report, time.perf_counter() - start)
 
 
-def check(scenario: Scenario, max_load_bps: int | None = None) -> None:
+def check(
+    scenario: Scenario, max_load_bps: int | None = None, reno_congestion: str | None = None
+) -> None:
     """Raise ``EmulationRefused`` if ``scenario`` cannot be emulated (too large, an algorithm
-    the kernel lacks); checks the scenario only, not the machine."""
-    _core.emulate_check(scenario, max_load_bps)
+    the kernel lacks, a ``reno_congestion`` the kernel has not registered); checks the
+    scenario only, not the machine."""
+    _core.emulate_check(scenario, max_load_bps, reno_congestion)
 
 
 def cleanup() -> list[str]:

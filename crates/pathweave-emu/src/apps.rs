@@ -194,6 +194,8 @@ fn tcp_receive(
     let mut conn: TcpStream = conn;
     conn.set_nonblocking(true)
         .map_err(|e| io_err("connection", e))?;
+    // Aborted when closed, as the sender's, unless the stream ended while the links still run.
+    sys::set_linger(conn.as_raw_fd(), true).map_err(|e| io_err("setsockopt SO_LINGER", e))?;
     let size = match traffic {
         Traffic::Transfer(n) => Some(n),
         _ => None,
@@ -204,6 +206,9 @@ fn tcp_receive(
         match conn.read(&mut buf) {
             Ok(0) => {
                 state.eof.store(true, Ordering::Relaxed);
+                // The sender has finished: close gracefully while the links carry the FIN.
+                sys::set_linger(conn.as_raw_fd(), false)
+                    .map_err(|e| io_err("setsockopt SO_LINGER", e))?;
                 break;
             }
             Ok(n) => {
@@ -294,6 +299,11 @@ fn connect(
     congestion: &str,
 ) -> Result<Option<OwnedFd>, String> {
     let fd = sys::stream_socket(mptcp).map_err(|e| io_err("socket", e))?;
+    // The sender's socket is closed only when the run ends or its process dies, when the
+    // links stop too: a graceful close could never finish, and the socket would stay an
+    // orphan for minutes, holding its namespace and its congestion control (a run's own BPF
+    // controllers included). Abort instead. A sized transfer ends with shutdown, not close.
+    sys::set_linger(fd.as_raw_fd(), true).map_err(|e| io_err("setsockopt SO_LINGER", e))?;
     sys::set_congestion(fd.as_raw_fd(), congestion)
         .map_err(|e| io_err(&format!("congestion control {congestion:?}"), e))?;
     sys::bind(fd.as_raw_fd(), spec.client, 0).map_err(|e| io_err("bind", e))?;

@@ -80,6 +80,10 @@ pub struct Options {
     pub seed: Option<u64>,
     /// The load limit (default [`MAX_LOAD_BPS`]).
     pub max_load_bps: u64,
+    /// The kernel congestion control that runs what the scenario runs as Reno (single-path
+    /// `reno` and `newreno` flows, uncoupled subflows) instead of the kernel's `reno`: e.g.
+    /// `cubic`, or `pwref_reno` for measuring. It must be registered when the run starts.
+    pub reno_congestion: Option<String>,
 }
 
 impl Default for Options {
@@ -87,6 +91,7 @@ impl Default for Options {
         Options {
             seed: None,
             max_load_bps: MAX_LOAD_BPS,
+            reno_congestion: None,
         }
     }
 }
@@ -174,6 +179,15 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
         )));
     }
     let available = available_algorithms();
+    if let Some(cc) = &opts.reno_congestion {
+        if !available.contains(cc) {
+            return Err(EmuError::Refused(format!(
+                "{src}: the congestion control {cc:?} given to run Reno flows is not \
+                 registered in this kernel; registered: {}",
+                available.join(", ")
+            )));
+        }
+    }
     for f in &s.flows {
         let name = &f.name;
         match &f.kind {

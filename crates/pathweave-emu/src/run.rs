@@ -180,7 +180,12 @@ pub fn emulate(
         let devices: Vec<String> = (0..n).map(|k| format!("pw-{id}-{k}")).collect();
         let (mptcp, congestion) = match &f.kind {
             FlowKind::Tcp { control, .. } => {
-                (is_multipath(f), controllers.congestion(&control.name))
+                let cc = controllers.congestion(&control.name);
+                let cc = match &opts.reno_congestion {
+                    Some(other) if cc == "reno" => other.clone(),
+                    _ => cc,
+                };
+                (is_multipath(f), cc)
             }
             FlowKind::Cbr { .. } => (false, String::new()),
         };
@@ -264,7 +269,11 @@ pub fn emulate(
             ("net.ipv4.conf.default.rp_filter", "0".to_string()),
         ];
         let mut snd_sysctls = common.to_vec();
-        if !bed.congestion.is_empty() {
+        // Each socket sets its congestion control (an MPTCP connection's subflows take the
+        // connection's); the namespace's default is set too where it may be. A namespace may
+        // default only to a controller the root namespace allows unprivileged sockets
+        // (`tcp_allowed_congestion_control`), which `reno_congestion`'s need not be.
+        if !bed.congestion.is_empty() && opts.reno_congestion.as_ref() != Some(&bed.congestion) {
             snd_sysctls.push(("net.ipv4.tcp_congestion_control", bed.congestion.clone()));
         }
         let (sfds, _) = prepare_namespace(&bed.sender_ns, &snd_sysctls, &bed.devices, None)?;

@@ -216,6 +216,23 @@ pub(crate) fn setsockopt_int(
     setsockopt_bytes(fd, level, name, &value.to_ne_bytes())
 }
 
+/// With `abort`, make the socket's last close abort the connection (`SO_LINGER` on, 0 s): the
+/// kernel frees it at once, sending a reset (MPTCP: a fast close), instead of keeping it as an
+/// orphan that sends its remaining data and FIN. Without, the default graceful close.
+pub(crate) fn set_linger(fd: RawFd, abort: bool) -> io::Result<()> {
+    let l = libc::linger {
+        l_onoff: abort as libc::c_int,
+        l_linger: 0,
+    };
+    let bytes: Vec<u8> = l
+        .l_onoff
+        .to_ne_bytes()
+        .into_iter()
+        .chain(l.l_linger.to_ne_bytes())
+        .collect();
+    setsockopt_bytes(fd, libc::SOL_SOCKET, libc::SO_LINGER, &bytes)
+}
+
 /// Choose the socket's congestion control (`TCP_CONGESTION`).
 pub(crate) fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
     setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_bytes())

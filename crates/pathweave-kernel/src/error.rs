@@ -11,7 +11,10 @@ pub enum KernelError {
     #[error("{0}")]
     BadArgument(String),
     /// Not running as root.
-    #[error("loading BPF congestion control needs root (CAP_BPF and CAP_NET_ADMIN); run as root")]
+    #[error(
+        "loading BPF programs (congestion controls) needs root \
+         (CAP_BPF and CAP_NET_ADMIN); run as root"
+    )]
     NotRoot,
     /// No kernel BTF.
     #[error(

@@ -8,6 +8,8 @@
 //!   by [`maps`].
 //! * [`loader`] (feature `bpf`) — loads the programs with libbpf-rs, pins their links under
 //!   `/sys/fs/bpf/pathweave/PREFIX/`, unloads them and reports their state.
+//! * [`reference`] (feature `bpf`) — `pwref_reno`, the kernel's Reno behind a struct_ops
+//!   table, so the BPF statistics can time it beside the `pw_*` controllers.
 //! * [`bmc`] — BMC's proportion manager in userspace, on `pathweave-cc`'s own code.
 //!
 //! Invariants: a connection's entry exists exactly while at least one of its subflows is
@@ -21,6 +23,8 @@ pub mod error;
 pub mod loader;
 pub mod maps;
 pub mod names;
+#[cfg(feature = "bpf")]
+pub mod reference;
 
 pub use error::KernelError;
 pub use names::{Algorithm, Prefix};

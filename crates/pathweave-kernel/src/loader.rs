@@ -35,7 +35,7 @@ const MAP_CONNS: &str = "conns";
 const MAP_WEIGHTS: &str = "bmc_weights";
 const MAP_STATS: &str = "stats";
 
-fn bpf_err(context: impl Into<String>) -> impl FnOnce(libbpf_rs::Error) -> KernelError {
+pub(crate) fn bpf_err(context: impl Into<String>) -> impl FnOnce(libbpf_rs::Error) -> KernelError {
     let context = context.into();
     move |e| KernelError::Bpf {
         context,

@@ -16,6 +16,9 @@ commands:
   bmc-manager   run BMC's proportion manager for pw_bmc connections (root)
                 [--period SECONDS (default 1)] [--k K (default 0.5)]
                 [--tolerance T (default 0)] [--duration SECONDS (default: until killed)]
+  reference-reno  register pwref_reno, the kernel's Reno behind a BPF struct_ops table,
+                so the BPF run-time statistics can time it (root; for make bench-kernel)
+                [--duration SECONDS (default: until standard input closes)]
 
 options:
   --prefix P    names P_lia … P_bmc (1 to 7 of a-z0-9, default pw)
@@ -105,10 +108,11 @@ fn run(args: &[String]) -> Result<(), KernelError> {
             );
             return Ok(());
         }
-        "load" | "unload" | "status" | "bmc-manager" => {}
+        "load" | "unload" | "status" | "bmc-manager" | "reference-reno" => {}
         other => {
             return Err(KernelError::BadArgument(format!(
-                "unknown command {other:?}; allowed: load, unload, status, bmc-manager"
+                "unknown command {other:?}; allowed: load, unload, status, bmc-manager, \
+             reference-reno"
             )))
         }
     }
@@ -162,6 +166,7 @@ mod commands {
             }
             "status" => status(opts.prefix.as_ref()),
             "bmc-manager" => bmc_manager(&prefix, opts),
+            "reference-reno" => reference_reno(opts),
             _ => unreachable!("commands are checked before"),
         }
     }
@@ -246,5 +251,27 @@ mod commands {
             }
             std::thread::sleep(period);
         }
+    }
+
+    /// Keeps pwref_reno registered until the duration passes or standard input closes.
+    fn reference_reno(opts: &Options) -> Result<(), KernelError> {
+        use pathweave_kernel::reference::{ReferenceReno, NAME};
+        use std::io::Read;
+        let reg = ReferenceReno::register()?;
+        println!("{NAME}");
+        match opts.duration {
+            Some(d) => {
+                eprintln!("pathweave kernel: {NAME} registered for {d} s");
+                std::thread::sleep(Duration::from_secs_f64(d));
+            }
+            None => {
+                eprintln!("pathweave kernel: {NAME} registered until standard input closes");
+                let mut sink = [0u8; 4096];
+                let mut stdin = std::io::stdin().lock();
+                while !matches!(stdin.read(&mut sink), Ok(0) | Err(_)) {}
+            }
+        }
+        drop(reg);
+        Ok(())
     }
 }

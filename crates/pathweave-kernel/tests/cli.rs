@@ -111,3 +111,46 @@ fn load_status_unload_round_trip_and_names_taken() {
         std::panic::resume_unwind(e);
     }
 }
+
+#[test]
+fn reference_reno_is_registered_until_stdin_closes_and_only_once() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let Some(_g) = root_test() else {
+        return;
+    };
+    let name = pathweave_kernel::reference::NAME;
+    let registered = || {
+        pathweave_kernel::loader::available()
+            .iter()
+            .any(|n| n == name)
+    };
+    assert!(!registered(), "{name} is registered before the test");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pathweave-kernel"))
+        .arg("reference-reno")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .expect("a line");
+    assert_eq!(line.trim(), name);
+    assert!(
+        registered(),
+        "{name} is not registered while the command runs"
+    );
+    // A second registration under the same name is refused, naming it.
+    let o = kernel(&["reference-reno", "--duration", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(name), "{}", stderr(&o));
+    drop(child.stdin.take());
+    let status = child.wait().expect("the command ends");
+    assert!(status.success());
+    assert!(
+        !registered(),
+        "{name} is still registered after the command ended"
+    );
+}

@@ -80,16 +80,18 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
 /// Raises `EmulationRefused` when the scenario or the machine cannot be emulated (nothing was
 /// created) and `EmulationError` when the run failed; either way nothing is left behind.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed = None, max_load_bps = None))]
+#[pyo3(signature = (scenario, seed = None, max_load_bps = None, reno_congestion = None))]
 pub(crate) fn emulate<'py>(
     py: Python<'py>,
     scenario: &Bound<'py, PyScenario>,
     seed: Option<u64>,
     max_load_bps: Option<u64>,
+    reno_congestion: Option<String>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let spec = scenario.get().inner.clone();
     let mut opts = Options {
         seed,
+        reno_congestion,
         ..Options::default()
     };
     if let Some(m) = max_load_bps {
@@ -142,12 +144,16 @@ pub(crate) fn emulate_leftovers(pid: Option<u32>) -> Vec<String> {
 
 /// Raise `EmulationRefused` if `scenario` cannot be emulated; touches nothing.
 #[pyfunction]
-#[pyo3(signature = (scenario, max_load_bps = None))]
+#[pyo3(signature = (scenario, max_load_bps = None, reno_congestion = None))]
 pub(crate) fn emulate_check(
     scenario: &Bound<'_, PyScenario>,
     max_load_bps: Option<u64>,
+    reno_congestion: Option<String>,
 ) -> PyResult<()> {
-    let mut opts = Options::default();
+    let mut opts = Options {
+        reno_congestion,
+        ..Options::default()
+    };
     if let Some(m) = max_load_bps {
         opts.max_load_bps = m;
     }
