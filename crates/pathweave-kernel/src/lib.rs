@@ -16,6 +16,26 @@
 //! registered; a socket that is not a registered subflow of a connection with two usable
 //! subflows runs Reno.
 
+/// A module `$name` holding the libbpf-rs skeleton build.rs generated as `$file` in OUT_DIR.
+/// Generated code: it calls libbpf through `unsafe` and is not held to the crate's lints.
+#[cfg(feature = "bpf")]
+macro_rules! bpf_skeleton {
+    ($name:ident, $file:literal) => {
+        #[allow(
+            unsafe_code,
+            missing_docs,
+            unreachable_pub,
+            clippy::all,
+            clippy::pedantic,
+            non_camel_case_types,
+            dead_code
+        )]
+        mod $name {
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+    };
+}
+
 pub mod arith;
 pub mod bmc;
 pub mod error;

@@ -12,19 +12,8 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 
-#[allow(
-    unsafe_code,
-    missing_docs,
-    unreachable_pub,
-    clippy::all,
-    clippy::pedantic,
-    non_camel_case_types,
-    dead_code
-)]
-mod skel {
-    // The generated skeleton: maps, programs and the five struct_ops tables of pw.bpf.c.
-    include!(concat!(env!("OUT_DIR"), "/pw.skel.rs"));
-}
+// The generated skeleton: maps, programs and the five struct_ops tables of pw.bpf.c.
+bpf_skeleton!(skel, "pw.skel.rs");
 
 use skel::{PwSkel, PwSkelBuilder};
 

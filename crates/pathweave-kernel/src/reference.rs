@@ -11,19 +11,8 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::Link;
 use std::mem::MaybeUninit;
 
-#[allow(
-    unsafe_code,
-    missing_docs,
-    unreachable_pub,
-    clippy::all,
-    clippy::pedantic,
-    non_camel_case_types,
-    dead_code
-)]
-mod skel {
-    // The generated skeleton of reno_ref.bpf.c.
-    include!(concat!(env!("OUT_DIR"), "/reno_ref.skel.rs"));
-}
+// The generated skeleton of reno_ref.bpf.c.
+bpf_skeleton!(skel, "reno_ref.skel.rs");
 
 use skel::{RenoRefSkel, RenoRefSkelBuilder};
 
