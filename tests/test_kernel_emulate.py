@@ -231,21 +231,21 @@ def _marked(misses: dict[str, str]) -> list:  # type: ignore[type-arg]
     ]
 
 
-# Over real MPTCP the fully coupled connection gets 0.61-0.79x the Reno flow. Its decrease
+# Over real MPTCP the fully coupled connection gets 0.61-0.80x the Reno flow. Its decrease
 # takes half the *total* window from one subflow, so a subflow's window is often cut to one or
 # two packets while Linux MPTCP has already queued hundreds of kilobytes on it (`ss -tm`:
 # 100-500 kB not sent behind a window of 1-6 packets); the data ACK stalls behind them, the
 # connection's send buffer (the sum of the subflows', 0.8-1.5 MB) fills and the other subflow
 # runs dry. The simulator pulling data into window space predicted 1.05-1.09x; with Linux's
 # sending side (`scheduler = "linux"`) and handshakes (both set by `_doc`) it predicts 0.60x,
-# the same stall: the kernel's run means were 0.75-0.79 in four runs, 0.61 and 0.71 in two, so
+# the same stall: the kernel's run means were 0.75-0.80 in five runs, 0.61 and 0.71 in two, so
 # the test is at its own 0.7 bound and the agreement at its 0.2 bound. Alone on two paths the
 # model's stalls go deeper (0.58 of the sum against the kernel's 0.71-0.83). See
 # docs/kernel.md.
 FULLY_COUPLED_MISS = (
     "fully coupled over real MPTCP: head-of-line blocking behind the send queue of a subflow "
     "cut to one or two packets; the simulator with Linux's sending side reproduces it (0.60x "
-    "the Reno flow against the kernel's 0.61-0.79x over six runs), at both bounds"
+    "the Reno flow against the kernel's 0.61-0.80x over seven runs), at both bounds"
 )
 
 
@@ -362,11 +362,11 @@ GOAL1_MISSES = {
 }
 # The share ratio on the shared paths: OLIA 0.92 and Balia 1.06 simulated are within 0.2 of
 # every kernel run recorded (OLIA 0.84-1.09, Balia 1.06-1.24, ten runs each); fully coupled
-# control's 0.61 is not always (kernel 0.67-0.86 over ten runs): its stalls are deeper in the
+# control's 0.61 is not always (kernel 0.67-0.86 over eleven runs): its stalls are deeper in the
 # model here as alone on two paths, cause not found.
 AGREEMENT_MISSES = {
     "fully-coupled": "with Linux's sending side the simulator's fully coupled control stalls "
-    "behind its send queues more than the kernel's (0.61 simulated against 0.67-0.86 over ten "
+    "behind its send queues more than the kernel's (0.61 simulated against 0.67-0.86 over eleven "
     "runs); cause of the difference not found",
 }
 
