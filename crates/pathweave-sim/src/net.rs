@@ -89,13 +89,12 @@ impl Net {
         }
     }
 
-    /// Create `p` at its flow's first hop (its `hop` names its route until now, and its first
-    /// hop position from now on).
+    /// Create `p` at its flow's first hop (its `hop` names its route; the link directions
+    /// carry its hop position from now on).
     #[inline(always)]
-    pub fn send(&mut self, mut p: Packet) {
+    pub fn send(&mut self, p: &Packet) {
         self.counters.created += 1;
         let RouteStart { hop, link } = self.route_start[p.hop as usize];
-        p.hop = hop;
         let link = link as usize;
         let size = p.size;
         let id = self.pool.alloc(p);
@@ -105,7 +104,7 @@ impl Net {
     /// Drop packet `id` at hop position `hop`: queueing, or on the wire.
     #[cold]
     fn drop_packet(&mut self, id: PacketId, hop: u32, wire: bool) {
-        let p = *self.pool.get(id);
+        let p = self.pool.get(id);
         if wire {
             self.counters.dropped_wire += 1;
         } else {

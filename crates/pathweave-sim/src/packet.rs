@@ -20,20 +20,20 @@ pub enum PacketKind {
 /// Maximum SACK blocks an ACK carries (RFC 2018 allows 3 with timestamps, 4 without).
 pub const MAX_SACK_BLOCKS: usize = 3;
 
-/// One packet. Data segments and ACKs share the two sequence fields, SACK blocks are stored
-/// as offsets from the cumulative ACK, and the route is named by the hop field until the
-/// packet is sent, so the record fits one cache line of 64 bytes (it is copied when a packet
-/// is created and when it is delivered).
+/// The part of a packet its destination reads, except the SACK blocks: 32 bytes, which is
+/// what the [`PacketPool`] keeps of a packet (two to a cache line). A [`Packet`] starts with
+/// it and dereferences to it, so `p.seq`, `p.flow` and the like read and write it.
 #[derive(Clone, Copy, Debug)]
-pub struct Packet {
+#[repr(C)]
+pub struct Header {
+    /// Data: subflow segment number. Datagram: sequence number. ACK: the next subflow
+    /// segment expected (cumulative), see [`Packet::ack`].
+    pub seq: u64,
+    /// Data: connection-level data sequence number, in segments. ACK: the next
+    /// connection-level data segment expected (cumulative data ACK), see [`Packet::data_ack`].
+    pub dsn: u64,
     /// The flow (connection) it belongs to.
     pub flow: u32,
-    /// Before it is sent: the route it follows (an index into the network's routes, see
-    /// [`Packet::new`]). Once sent: its first hop, as a position in the network's hop table,
-    /// which also tells its route (the link directions carry its current position).
-    pub hop: u32,
-    /// Size on the wire in bytes (payload plus headers).
-    pub size: u32,
     /// Payload bytes.
     pub payload: u32,
     /// ACK: segments the receiver can accept beyond the data ACK (`u32::MAX`: unlimited).
@@ -42,17 +42,44 @@ pub struct Packet {
     pub sub: u16,
     /// Data, ACK or datagram.
     pub kind: PacketKind,
-    /// Number of valid entries in `sack`.
+    /// Number of valid SACK blocks.
     pub nsack: u8,
-    /// Data: subflow segment number. Datagram: sequence number. ACK: the next subflow
-    /// segment expected (cumulative), see [`Packet::ack`].
-    pub seq: u64,
-    /// Data: connection-level data sequence number, in segments. ACK: the next
-    /// connection-level data segment expected (cumulative data ACK), see [`Packet::data_ack`].
-    pub dsn: u64,
+}
+
+/// One packet. Data segments and ACKs share the two sequence fields, SACK blocks are stored
+/// as offsets from the cumulative ACK, and the route is named by the hop field until the
+/// packet is sent, so the record fits one cache line of 64 bytes. The pool keeps only its
+/// [`Header`] (and SACK blocks, if any): the size and hop position travel with it through
+/// the link directions, and no endpoint reads them, so a packet read back from the pool has
+/// them zero.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Packet {
+    head: Header,
+    /// Before it is sent: the route it follows (an index into the network's routes, see
+    /// [`Packet::new`]). Once sent: its first hop, as a position in the network's hop table,
+    /// which also tells its route (the link directions carry its current position).
+    pub hop: u32,
+    /// Size on the wire in bytes (payload plus headers).
+    pub size: u32,
     /// ACK: SACK blocks as half-open segment ranges `[start, end)` relative to the
     /// cumulative ACK (every block lies above it), most recent first.
     sack: [(u32, u32); MAX_SACK_BLOCKS],
+}
+
+impl std::ops::Deref for Packet {
+    type Target = Header;
+    #[inline(always)]
+    fn deref(&self) -> &Header {
+        &self.head
+    }
+}
+
+impl std::ops::DerefMut for Packet {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Header {
+        &mut self.head
+    }
 }
 
 impl Packet {
@@ -60,16 +87,18 @@ impl Packet {
     #[inline]
     pub fn new(flow: u32, route: u32, kind: PacketKind, size: u32, payload: u32) -> Self {
         Packet {
-            flow,
+            head: Header {
+                seq: 0,
+                dsn: 0,
+                flow,
+                payload,
+                rwnd: u32::MAX,
+                sub: 0,
+                kind,
+                nsack: 0,
+            },
             hop: route,
             size,
-            payload,
-            rwnd: u32::MAX,
-            sub: 0,
-            kind,
-            nsack: 0,
-            seq: 0,
-            dsn: 0,
             sack: [(0, 0); MAX_SACK_BLOCKS],
         }
     }
@@ -77,19 +106,19 @@ impl Packet {
     /// ACK: the next subflow segment expected (cumulative).
     #[inline]
     pub fn ack(&self) -> u64 {
-        self.seq
+        self.head.seq
     }
 
     /// ACK: the next connection-level data segment expected (cumulative data ACK).
     #[inline]
     pub fn data_ack(&self) -> u64 {
-        self.dsn
+        self.head.dsn
     }
 
     /// ACK: the SACK blocks, as absolute half-open segment ranges.
     pub fn sack_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let base = self.seq;
-        self.sack[..self.nsack as usize]
+        let base = self.head.seq;
+        self.sack[..self.head.nsack as usize]
             .iter()
             .map(move |&(s, e)| (base + s as u64, base + e as u64))
     }
@@ -98,15 +127,20 @@ impl Packet {
     /// the cumulative ACK (set first). A block more than 2³² segments above it (a window no
     /// run can reach) is clipped there.
     pub fn set_sack(&mut self, i: usize, (start, end): (u64, u64)) {
-        let off = |x: u64| u32::try_from(x - self.seq).unwrap_or(u32::MAX);
+        let off = |x: u64| u32::try_from(x - self.head.seq).unwrap_or(u32::MAX);
         self.sack[i] = (off(start), off(end));
     }
 }
 
-/// A free-list pool of packets.
+/// A free-list pool of packets. It keeps each packet's [`Header`] (32 bytes, two packets to
+/// a cache line: at many flows the packets in flight are far more than the cache holds, and
+/// every delivery reads one), and the SACK blocks of the packets that carry any beside them.
 #[derive(Debug, Default)]
 pub struct PacketPool {
-    slots: Vec<Packet>,
+    slots: Vec<Header>,
+    /// The SACK blocks of the packets that carry any, by handle; grown only as far as the
+    /// highest handle of such a packet.
+    sacks: Vec<[(u32, u32); MAX_SACK_BLOCKS]>,
     free: Vec<u32>,
 }
 
@@ -116,29 +150,61 @@ impl PacketPool {
         Self::default()
     }
     /// Store `p` and return its handle.
-    pub fn alloc(&mut self, p: Packet) -> PacketId {
-        match self.free.pop() {
+    #[inline]
+    pub fn alloc(&mut self, p: &Packet) -> PacketId {
+        let id = match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = p;
-                PacketId(i)
+                self.slots[i as usize] = p.head;
+                i
             }
             None => {
-                self.slots.push(p);
-                PacketId(self.slots.len() as u32 - 1)
+                self.slots.push(p.head);
+                self.slots.len() as u32 - 1
             }
+        };
+        if p.head.nsack != 0 {
+            self.keep_sack(id, &p.sack);
         }
+        PacketId(id)
+    }
+    #[cold]
+    #[inline(never)]
+    fn keep_sack(&mut self, id: u32, sack: &[(u32, u32); MAX_SACK_BLOCKS]) {
+        let i = id as usize;
+        if self.sacks.len() <= i {
+            self.sacks.resize(i + 1, [(0, 0); MAX_SACK_BLOCKS]);
+        }
+        self.sacks[i] = *sack;
     }
     /// Return a packet to the pool.
     pub fn free(&mut self, id: PacketId) {
         self.free.push(id.0);
     }
-    /// Read a packet.
-    pub fn get(&self, id: PacketId) -> &Packet {
-        &self.slots[id.0 as usize]
+    /// Read a packet: as it was created, except that its size and hop are zero (the pool
+    /// does not keep them).
+    #[inline]
+    pub fn get(&self, id: PacketId) -> Packet {
+        self.packet(self.header(id), id)
     }
-    /// Modify a packet.
-    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        &mut self.slots[id.0 as usize]
+    /// Read a packet's header.
+    #[inline]
+    pub fn header(&self, id: PacketId) -> Header {
+        self.slots[id.0 as usize]
+    }
+    /// The packet of handle `id` whose header `head` is: `head` with its SACK blocks, if
+    /// any, and a zero size and hop.
+    #[inline]
+    pub fn packet(&self, head: Header, id: PacketId) -> Packet {
+        let mut p = Packet {
+            head,
+            hop: 0,
+            size: 0,
+            sack: [(0, 0); MAX_SACK_BLOCKS],
+        };
+        if head.nsack != 0 {
+            p.sack = self.sacks[id.0 as usize];
+        }
+        p
     }
     /// Packets currently alive.
     pub fn live(&self) -> usize {
@@ -158,5 +224,53 @@ mod tests {
     #[test]
     fn a_packet_fits_one_cache_line() {
         assert_eq!(std::mem::size_of::<Packet>(), 64);
+    }
+
+    /// The pool keeps two packets to a cache line.
+    #[test]
+    fn a_stored_packet_is_half_a_cache_line() {
+        assert_eq!(std::mem::size_of::<Header>(), 32);
+    }
+
+    /// What the pool hands back is what was stored, SACK blocks included, with the size and
+    /// hop zero; a slot reused by a packet without SACK blocks shows none.
+    #[test]
+    fn the_pool_gives_back_what_it_was_given() {
+        let mut pool = PacketPool::new();
+        let mut a = Packet::new(3, 7, PacketKind::Ack, 40, 0);
+        a.seq = 1 << 40;
+        a.dsn = 99;
+        a.rwnd = 12;
+        a.sub = 2;
+        a.set_sack(0, ((1 << 40) + 5, (1 << 40) + 9));
+        a.set_sack(1, ((1 << 40) + 2, (1 << 40) + 3));
+        a.nsack = 2;
+        let id = pool.alloc(&a);
+        let b = pool.get(id);
+        assert_eq!((b.flow, b.hop, b.size, b.payload), (3, 0, 0, 0));
+        assert_eq!(
+            (b.rwnd, b.sub, b.kind, b.seq, b.dsn),
+            (12, 2, PacketKind::Ack, 1 << 40, 99)
+        );
+        let blocks: Vec<_> = b.sack_blocks().collect();
+        assert_eq!(
+            blocks,
+            vec![
+                ((1 << 40) + 5, (1 << 40) + 9),
+                ((1 << 40) + 2, (1 << 40) + 3)
+            ]
+        );
+        pool.free(id);
+        let mut d = Packet::new(4, 1, PacketKind::Data, 1040, 1000);
+        d.seq = 17;
+        let id2 = pool.alloc(&d);
+        assert_eq!(id2, id);
+        let e = pool.get(id2);
+        assert_eq!(
+            (e.flow, e.payload, e.rwnd, e.kind, e.seq, e.nsack),
+            (4, 1000, u32::MAX, PacketKind::Data, 17, 0)
+        );
+        assert_eq!(e.sack_blocks().count(), 0);
+        assert_eq!(pool.live(), 1);
     }
 }

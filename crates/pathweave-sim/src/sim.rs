@@ -279,14 +279,24 @@ impl Simulation {
         }
         while let Some(arrival) = self.net.link_arrival(l) {
             if let Some(id) = arrival {
-                let p = *self.net.pool.get(id);
-                self.net.pool.free(id);
-                match (&mut self.flows[p.flow as usize], p.kind) {
-                    (Flow::Tcp { snd, .. }, PacketKind::Ack) => snd.on_ack(&p, &mut self.net),
-                    (Flow::Tcp { rcv, .. }, _) => rcv.on_data(&p, &mut self.net),
+                // A data segment's receiver reads its header only; an ACK's sender gets the
+                // whole packet, SACK blocks included. The slot is freed before the endpoint
+                // sends, which reuses it.
+                let h = self.net.pool.header(id);
+                match (&mut self.flows[h.flow as usize], h.kind) {
+                    (Flow::Tcp { snd, .. }, PacketKind::Ack) => {
+                        let p = self.net.pool.packet(h, id);
+                        self.net.pool.free(id);
+                        snd.on_ack(&p, &mut self.net)
+                    }
+                    (Flow::Tcp { rcv, .. }, _) => {
+                        self.net.pool.free(id);
+                        rcv.on_data(&h, &mut self.net)
+                    }
                     (Flow::Cbr { sink, .. }, _) => {
+                        self.net.pool.free(id);
                         sink.received += 1;
-                        sink.bytes += p.payload as u64;
+                        sink.bytes += h.payload as u64;
                     }
                 }
             }

@@ -84,7 +84,7 @@ impl CbrSender {
         self.seq += 1;
         self.sent += 1;
         self.bytes_sent += self.size as u64;
-        net.send(p);
+        net.send(&p);
         let n = t + self.interval;
         self.next = Some(n);
         self.timer.arm(n, self.comp, &mut net.sched);

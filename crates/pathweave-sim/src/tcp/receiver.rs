@@ -10,7 +10,7 @@ use super::Recovery;
 use super::TcpConfig;
 use crate::event::{ComponentId, Timer};
 use crate::net::Net;
-use crate::packet::{Packet, PacketKind, MAX_SACK_BLOCKS};
+use crate::packet::{Header, Packet, PacketKind, MAX_SACK_BLOCKS};
 use pathweave_cc::{Duration, Instant};
 use std::collections::VecDeque;
 
@@ -142,7 +142,7 @@ impl TcpReceiver {
 
     /// A data segment arrived.
     #[inline(always)]
-    pub fn on_data(&mut self, p: &Packet, net: &mut Net) {
+    pub fn on_data(&mut self, p: &Header, net: &mut Net) {
         self.stats.segments += 1;
         self.stats.bytes += p.payload as u64;
         let i = p.sub as usize;
@@ -206,7 +206,7 @@ impl TcpReceiver {
         if self.sack && s.seqs.count > 0 {
             fill_sack(s, &mut p);
         }
-        net.send(p);
+        net.send(&p);
     }
 
     /// The delayed-ACK timer fired.

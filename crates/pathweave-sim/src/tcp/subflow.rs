@@ -310,7 +310,7 @@ impl Subflow {
         p.sub = self.id;
         p.seq = seq;
         p.dsn = dsn;
-        net.send(p);
+        net.send(&p);
         // RFC 6298 (5.1): start the timer when data is sent and it is not running.
         if self.rto_at.is_none() {
             self.rto_at = Some(net.now + self.rtt.rto());
