@@ -98,6 +98,9 @@ pub struct LinkDirSpec {
     pub loss: LossModel,
 }
 
+/// A packet held by a link direction: 32 bytes, two to a cache line. Its transmission end is
+/// not kept: only a re-plan needs it, for the last packet that has started, and takes it
+/// from the next packet's start or the link's horizon (see [`LinkDir::last_started_end`]).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     pkt: PacketId,
@@ -105,7 +108,6 @@ struct Slot {
     /// The caller's tag for the packet (the network's hop position), handed back on arrival.
     hop: u32,
     start: Instant,
-    end: Instant,
     arrive: Instant,
     lost: bool,
 }
@@ -296,7 +298,15 @@ mod layout {
             line(offset_of!(LinkDir, counts) + size_of::<Counts>() - 1),
             2
         );
+        assert_eq!(line(offset_of!(LinkDir, held_end)), 2);
+        assert_eq!(line(offset_of!(LinkDir, down_planned)), 2);
         assert_eq!(line(offset_of!(LinkDir, rare)), 3);
+    }
+
+    /// A held packet takes half a cache line.
+    #[test]
+    fn a_slot_is_half_a_cache_line() {
+        assert_eq!(size_of::<super::Slot>(), 32);
     }
 }
 
@@ -370,6 +380,13 @@ pub struct LinkDir {
     cold: Box<Cold>,
     admit: Admit,
     counts: Counts,
+    /// The transmission end of the last packet that had started at the last re-plan, for
+    /// the next re-plan when the packets behind it have no start (see
+    /// [`LinkDir::last_started_end`]).
+    held_end: Instant,
+    /// Whether the link was down at the last re-plan (its horizon is then not the end of a
+    /// transmission).
+    down_planned: bool,
     rare: RareCounts,
 }
 
@@ -395,6 +412,8 @@ impl LinkDir {
             waiting_bytes: 0,
             admit,
             counts: Counts::default(),
+            held_end: Instant::ZERO,
+            down_planned: false,
             cold: Box::new(Cold {
                 rate: spec.rate,
                 red,
@@ -544,7 +563,6 @@ impl LinkDir {
             size,
             hop,
             start,
-            end,
             arrive,
             lost,
         });
@@ -606,23 +624,50 @@ impl LinkDir {
         }
     }
 
+    /// The transmission end of the last packet that has started (after `advance`), if any.
+    ///
+    /// A packet that had not started when it was planned starts where the packet ahead of it
+    /// ends (it was planned to start at the transmitter's horizon, which was later than the
+    /// time of planning), so the first packet that has not started gives the end of the last
+    /// that has; with none behind it, the horizon is that end, or later only by the time of
+    /// a re-plan that found it finished (the caller takes the later of it and now). Neither
+    /// holds when the packets were planned while the link was down or could not transmit
+    /// (their start is `Instant::MAX`), or the horizon was set while down: then no packet has
+    /// started since the last re-plan, and the end recorded there is the one.
+    fn last_started_end(&self) -> Option<Instant> {
+        if self.started == 0 {
+            return None;
+        }
+        if self.started < self.ring.len {
+            let s = self.ring.at(self.started).start;
+            if s != Instant::MAX {
+                return Some(s);
+            }
+        } else if !self.down_planned {
+            return Some(self.busy_until);
+        }
+        Some(self.held_end)
+    }
+
     /// Re-plan every packet that has not started transmitting, from `now`.
     fn replan(&mut self, now: Instant, sched: &mut Scheduler) {
         self.advance(now);
+        let last_end = self.last_started_end();
+        self.held_end = last_end.unwrap_or(Instant::ZERO);
         let last_started = self.started.checked_sub(1).and_then(|k| self.ring.get(k));
-        let mut free = last_started.map_or(now, |s| s.end.max(now));
+        let mut free = last_end.map_or(now, |e| e.max(now));
         let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
         for i in self.started..self.ring.len {
             let size = self.ring.at(i).size;
             let (start, end, arrive) = self.plan(size, free, prev);
             let s = self.ring.at_mut(i);
             s.start = start;
-            s.end = end;
             s.arrive = arrive;
             free = end;
             prev = arrive;
         }
         self.busy_until = if self.up { free } else { now };
+        self.down_planned = !self.up;
         self.rearm(sched);
     }
 
@@ -691,5 +736,79 @@ impl LinkDir {
                 self.timer.arm(head.arrive, self.id, sched);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Kind;
+    use crate::rng::Purpose;
+
+    const MS: u64 = 1_000_000;
+
+    /// 8 Mbit/s (1000 bytes in 1 ms), 10 ms of delay, room for everything.
+    fn link() -> (LinkDir, Scheduler) {
+        let spec = LinkDirSpec {
+            rate: Bandwidth::from_bps(8_000_000),
+            delay: Duration(10 * MS),
+            queue: QueueSpec::DropTail(Limit::Packets(100)),
+            loss: LossModel::None,
+        };
+        let id = ComponentId::new(Kind::Link, 0);
+        let l = LinkDir::new(&spec, id, Stream::new(1, Purpose::Link, 0));
+        (l, Scheduler::new())
+    }
+
+    /// The packet `pkt` reaches the far end at `t` exactly.
+    fn arrives_at(l: &mut LinkDir, pkt: u32, t: u64) {
+        assert!(l.pop_arrived(Instant(t - 1)).is_none(), "{pkt} before {t}");
+        let a = l.pop_arrived(Instant(t)).expect("an arrival");
+        assert_eq!(a.pkt, PacketId(pkt));
+    }
+
+    /// A packet on the wire when the link goes down finishes as planned; the packet behind
+    /// it starts when it ends, or when the link is back if that is later (the re-plan takes
+    /// the end from the packet behind, the recorded end, or the horizon, see
+    /// `LinkDir::last_started_end`).
+    #[test]
+    fn an_outage_lets_the_packet_on_the_wire_finish() {
+        for (back, second_start) in [(MS * 7 / 10, MS), (MS * 3 / 2, MS * 3 / 2)] {
+            let (mut l, mut s) = link();
+            l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
+            l.offer(PacketId(1), 1000, 0, Instant(0), &mut s);
+            l.set_up(false, Instant(MS / 2), &mut s);
+            // Planned while down: no start, so the next re-plan needs the recorded end.
+            l.set_delay(Duration(10 * MS), Instant(MS * 6 / 10), &mut s);
+            l.set_up(true, Instant(back), &mut s);
+            arrives_at(&mut l, 0, 11 * MS);
+            arrives_at(&mut l, 1, second_start + 11 * MS);
+        }
+        // Nothing behind the packet on the wire when the link goes down: one arrives during
+        // the outage and waits for the end.
+        let (mut l, mut s) = link();
+        l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
+        l.set_up(false, Instant(MS / 2), &mut s);
+        l.offer(PacketId(1), 1000, 0, Instant(MS * 6 / 10), &mut s);
+        l.set_up(true, Instant(MS * 7 / 10), &mut s);
+        arrives_at(&mut l, 0, 11 * MS);
+        arrives_at(&mut l, 1, 12 * MS);
+        // Nothing behind it during the outage either: the link is back before the end, and
+        // a packet offered after that starts at the end.
+        let (mut l, mut s) = link();
+        l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
+        l.set_up(false, Instant(MS / 2), &mut s);
+        l.set_up(true, Instant(MS * 7 / 10), &mut s);
+        l.offer(PacketId(1), 1000, 0, Instant(MS * 8 / 10), &mut s);
+        arrives_at(&mut l, 0, 11 * MS);
+        arrives_at(&mut l, 1, 12 * MS);
+        // A rate change while one packet is on the wire and one waits: the waiting one
+        // starts at the first one's end, at the new rate.
+        let (mut l, mut s) = link();
+        l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
+        l.offer(PacketId(1), 1000, 0, Instant(0), &mut s);
+        l.set_rate(Bandwidth::from_bps(4_000_000), Instant(MS / 2), &mut s);
+        arrives_at(&mut l, 0, 11 * MS);
+        arrives_at(&mut l, 1, 13 * MS);
     }
 }
