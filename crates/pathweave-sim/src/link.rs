@@ -728,13 +728,18 @@ impl LinkDir {
         })
     }
 
-    /// After popping, schedule the next head arrival.
+    /// After popping, schedule the next head arrival. An empty ring starts again from its
+    /// first slot: the next packets are written where the last ones were, in lines still
+    /// likely cached, instead of further round a ring sized for the longest queue so far.
     #[inline(always)]
     pub fn rearm(&mut self, sched: &mut Scheduler) {
-        if let Some(head) = self.ring.front() {
-            if head.arrive != Instant::MAX {
-                self.timer.arm(head.arrive, self.id, sched);
+        match self.ring.front() {
+            Some(head) => {
+                if head.arrive != Instant::MAX {
+                    self.timer.arm(head.arrive, self.id, sched);
+                }
             }
+            None => self.ring.head = 0,
         }
     }
 }
