@@ -746,10 +746,15 @@ impl Subflow {
         if !keep {
             self.high_sacked = 0;
         }
-        for s in self.segs.iter_mut() {
-            s.sacked &= keep;
-            s.lost = false;
-            s.rec_retx = false;
+        // Only SACK recovery marks segments SACKed, lost or retransmitted in recovery (from
+        // SACK blocks, `update_scoreboard` and `sack_send`): without it every flag here is
+        // already clear, and the walk over the outstanding segments is skipped.
+        if self.set.recovery == Recovery::Sack {
+            for s in self.segs.iter_mut() {
+                s.sacked &= keep;
+                s.lost = false;
+                s.rec_retx = false;
+            }
         }
         // (5.4) retransmit the earliest unacknowledged segment; go back N from there.
         self.snd_nxt = self.snd_una + 1;
