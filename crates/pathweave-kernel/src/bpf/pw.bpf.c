@@ -333,7 +333,9 @@ static __always_inline int pw_sync(struct sock *sk, struct pw_ca *ca, struct pw_
 	}
 	pw_read_own(sk, ca, &o);
 	v->id = c->id;
-	wt = bpf_map_lookup_elem(&pw_bmc_weights, &v->id);
+	/* Only BMC has weights: a second hash lookup on every ACK of the others is waste. */
+	if (c->algo == PW_ALGO_BMC)
+		wt = bpf_map_lookup_elem(&pw_bmc_weights, &v->id);
 	if (wt) {
 		for (i = 0; i < PW_MAX_PATHS; i++)
 			raw[i] = wt->weight[i];
