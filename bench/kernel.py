@@ -127,11 +127,14 @@ def measure(
     last: dict[int, tuple[str, int, int]] = {}
     done = threading.Event()
 
+    def read() -> None:
+        for pid, v in _programs(bpftool, names).items():
+            if pid not in before:
+                last[pid] = v
+
     def poll() -> None:
         while not done.is_set():
-            for pid, v in _programs(bpftool, names).items():
-                if pid not in before:
-                    last[pid] = v
+            read()
             done.wait(0.2)
 
     t = threading.Thread(target=poll, daemon=True)
@@ -144,10 +147,7 @@ def measure(
     finally:
         done.set()
         t.join()
-    # One last reading for programs that outlive the run (the reference Reno).
-    for pid, v in _programs(bpftool, names).items():
-        if pid not in before:
-            last[pid] = v
+    read()  # once more, for programs that outlive the run (the reference Reno)
     per_cb: dict[str, list[int]] = {}
     for cb, cnt, ns in last.values():
         acc = per_cb.setdefault(cb, [0, 0])

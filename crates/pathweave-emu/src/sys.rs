@@ -220,16 +220,9 @@ pub(crate) fn setsockopt_int(
 /// kernel frees it at once, sending a reset (MPTCP: a fast close), instead of keeping it as an
 /// orphan that sends its remaining data and FIN. Without, the default graceful close.
 pub(crate) fn set_linger(fd: RawFd, abort: bool) -> io::Result<()> {
-    let l = libc::linger {
-        l_onoff: abort as libc::c_int,
-        l_linger: 0,
-    };
-    let bytes: Vec<u8> = l
-        .l_onoff
-        .to_ne_bytes()
-        .into_iter()
-        .chain(l.l_linger.to_ne_bytes())
-        .collect();
+    // struct linger { int l_onoff; int l_linger; }, with l_linger 0.
+    let mut bytes = [0u8; 8];
+    bytes[..4].copy_from_slice(&libc::c_int::from(abort).to_ne_bytes());
     setsockopt_bytes(fd, libc::SOL_SOCKET, libc::SO_LINGER, &bytes)
 }
 
