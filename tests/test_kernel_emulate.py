@@ -160,10 +160,16 @@ def _emulated(name: str, seconds: float, algorithm: str) -> EmulatedResult:
     print(
         f"{name} {algorithm}: {sorted(set(rep['kernel_algorithms']))} "
         f"p99 lateness {rep['lateness']['p99_ms']:.3f} ms, "
-        f"p99 intake wait {rep['intake_wait']['p99_ms']:.3f} ms, reliable {rep['reliable']}"
+        f"p99 intake wait {rep['intake_wait']['p99_ms']:.3f} ms, reliable {rep['reliable']}; "
+        f"controllers {', '.join(f'{k} {v}' for k, v in rep['controller_counters'].items() if v)}"
     )
     # A run the emulator could not keep on time measures the machine, not the controllers.
     assert res.reliable, rep["unreliable_because"]
+    if rep["controllers_prefix"]:
+        # Both subflows of every copy's connection took a slot in the coupled state.
+        counters = rep["controller_counters"]
+        assert counters["subflows registered"] >= 2 * COPIES, counters
+        assert counters["subflows beyond 8 (Reno)"] == 0, counters
     return res
 
 

@@ -198,6 +198,18 @@ impl Controllers {
         &self.prefix
     }
 
+    /// The counters of the controllers loaded for this run, by name (empty if none).
+    pub(crate) fn counters(&self) -> Vec<(String, u64)> {
+        #[cfg(feature = "kernel")]
+        if let Some(Ok(stats)) = self.loaded.as_ref().map(|l| l.stats()) {
+            return stats
+                .into_iter()
+                .map(|(s, v)| (s.name().to_string(), v))
+                .collect();
+        }
+        Vec::new()
+    }
+
     /// The kernel congestion control for scenario algorithm `name` (`reno` for the rest).
     pub(crate) fn congestion(&self, name: &str) -> String {
         match coupled_suffix(name) {

@@ -385,6 +385,10 @@ pub struct Report {
     pub controllers_prefix: String,
     /// BMC weight changes the run's proportion manager wrote to the kernel.
     pub weight_updates: u64,
+    /// The run's own BPF controllers' counters at its end, by name (`pathweave kernel
+    /// status` shows the same): how many subflows registered, ran Reno and why, how many
+    /// connection entries were deleted or reclaimed. Empty when the run loaded none.
+    pub controller_counters: Vec<(String, u64)>,
     /// Release lateness of every packet written to its destination.
     pub lateness: Lateness,
     /// Per packet read, an upper bound of its wait in the TUN device before the emulator read

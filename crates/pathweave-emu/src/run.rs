@@ -557,6 +557,7 @@ pub fn emulate(
     );
     report.controllers_prefix = controllers.prefix().to_string();
     report.weight_updates = controllers.weight_updates;
+    report.controller_counters = controllers.counters();
     Ok(crate::Outcome { results, report })
 }
 
@@ -661,6 +662,7 @@ fn report(
         kernel_algorithms: beds.iter().map(|b| b.congestion.clone()).collect(),
         controllers_prefix: String::new(),
         weight_updates: 0,
+        controller_counters: Vec::new(),
         lateness,
         intake_wait,
         lateness_limit_ns: limit,

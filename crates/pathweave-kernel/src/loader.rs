@@ -23,6 +23,8 @@ const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 const MAP_CONNS: &str = "conns";
 const MAP_WEIGHTS: &str = "bmc_weights";
 const MAP_STATS: &str = "stats";
+/// The pinned link of `pw_conn_close`.
+const LINK_CLOSE: &str = "conn_close";
 
 pub(crate) fn bpf_err(context: impl Into<String>) -> impl FnOnce(libbpf_rs::Error) -> KernelError {
     let context = context.into();
@@ -94,6 +96,8 @@ pub struct Loaded {
     prefix: Prefix,
     skel: PwSkel<'static>,
     links: Vec<(Algorithm, Link)>,
+    /// `pw_conn_close` on the `inet_sock_set_state` tracepoint: records closing connections.
+    closer: Link,
 }
 
 impl Loaded {
@@ -155,10 +159,16 @@ impl Loaded {
                 .map_err(bpf_err(format!("registering {}", prefix.name(a))))?;
             links.push((a, link));
         }
+        let closer = skel
+            .progs
+            .pw_conn_close
+            .attach()
+            .map_err(bpf_err("attaching pw_conn_close to inet_sock_set_state"))?;
         Ok(Loaded {
             prefix: prefix.clone(),
             skel,
             links,
+            closer,
         })
     }
 
@@ -178,6 +188,10 @@ impl Loaded {
             link.pin(&p)
                 .map_err(bpf_err(format!("pinning {}", p.display())))?;
         }
+        let p = dir.join(LINK_CLOSE);
+        self.closer
+            .pin(&p)
+            .map_err(bpf_err(format!("pinning {}", p.display())))?;
         let maps = [
             (MAP_CONNS, &mut self.skel.maps.pw_conns),
             (MAP_WEIGHTS, &mut self.skel.maps.pw_bmc_weights),
@@ -328,7 +342,7 @@ pub fn unload(prefix: &Prefix) -> Result<Vec<Algorithm>, KernelError> {
             removed.push(a);
         }
     }
-    for n in [MAP_CONNS, MAP_WEIGHTS, MAP_STATS] {
+    for n in [LINK_CLOSE, MAP_CONNS, MAP_WEIGHTS, MAP_STATS] {
         let p = dir.join(n);
         if p.exists() {
             std::fs::remove_file(&p)

@@ -41,11 +41,15 @@ pub enum Stat {
     Rekeyed,
     Reinit,
     InitClosed,
+    ConnGone,
+    Stale,
+    Reclaimed,
+    ReclaimedSubflows,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 19] = [
+    pub const ALL: [Stat; 23] = [
         Stat::Init,
         Stat::Release,
         Stat::Registered,
@@ -65,6 +69,10 @@ impl Stat {
         Stat::Rekeyed,
         Stat::Reinit,
         Stat::InitClosed,
+        Stat::ConnGone,
+        Stat::Stale,
+        Stat::Reclaimed,
+        Stat::ReclaimedSubflows,
     ];
 
     /// The name `status` prints.
@@ -80,7 +88,7 @@ impl Stat {
             Stat::NoConnYet => "callbacks before the connection was known",
             Stat::SlotsFull => "subflows beyond 8 (Reno)",
             Stat::AlgoMismatch => "subflows on another controller than their connection",
-            Stat::ConnMissing => "registered subflows that found no entry",
+            Stat::ConnMissing => "registered subflows whose entry was reclaimed (then Reno)",
             Stat::MapFull => "connections refused, map full",
             Stat::ReleaseUlpGone => "releases after the subflow context was gone",
             Stat::NextId => "connection numbers handed out",
@@ -89,6 +97,10 @@ impl Stat {
             Stat::Rekeyed => "subflows moved to another connection",
             Stat::Reinit => "init of a still registered socket",
             Stat::InitClosed => "init of a socket already closed (not registered)",
+            Stat::ConnGone => "subflows whose connection had closed or gone (Reno)",
+            Stat::Stale => "entries of an earlier connection at a reused address",
+            Stat::Reclaimed => "entries reclaimed after their connection closed",
+            Stat::ReclaimedSubflows => "subflows still registered in reclaimed entries",
         }
     }
 }
@@ -140,6 +152,8 @@ pub struct Conn {
     pub used: u32,
     /// LIA's cached α.
     pub alpha: u64,
+    /// The connection's MPTCP token.
+    pub token: u32,
     /// Connection number (key of the BMC weights).
     pub id: u64,
     /// The slots.
@@ -189,6 +203,7 @@ impl Conn {
             algo: u32_at(b, 4),
             subflows: u32_at(b, 8),
             used: u32_at(b, 12),
+            token: u32_at(b, 20),
             alpha: u64_at(b, 24),
             id: u64_at(b, 32),
             slots,
@@ -222,6 +237,7 @@ mod tests {
         let mut b = vec![0u8; CONN_SIZE];
         b[4..8].copy_from_slice(&3u32.to_ne_bytes());
         b[8..12].copy_from_slice(&2u32.to_ne_bytes());
+        b[20..24].copy_from_slice(&0xfeed_u32.to_ne_bytes());
         b[32..40].copy_from_slice(&77u64.to_ne_bytes());
         let o = 40 + SLOT_SIZE;
         b[o + 16..o + 20].copy_from_slice(&12u32.to_ne_bytes());
@@ -231,7 +247,7 @@ mod tests {
         let c = Conn::decode(&b).unwrap();
         assert_eq!(c.slots[1].saddr, [198, 18, 0, 2]);
         assert_eq!(c.slots[1].sport, 40000);
-        assert_eq!((c.algo, c.subflows, c.id), (3, 2, 77));
+        assert_eq!((c.algo, c.subflows, c.id, c.token), (3, 2, 77, 0xfeed));
         assert_eq!(c.slots[1].cwnd, 12);
         assert!(c.slots[1].used() && c.slots[1].can_send());
         assert!(!c.slots[0].used());

@@ -30,10 +30,8 @@ fn unreleased(l: &Loaded) -> u64 {
 /// Entries left once every socket the controllers initialised has been released, or after
 /// `secs` seconds, whichever is first. Now and then `release` runs minutes after a transfer
 /// ended (100–180 s was seen). [`judge`] bounds what is left by the subflows whose
-/// `release` has not run, and [`freed_without_release`] names a leak where it can tell:
-/// before `init` learnt to skip closed sockets, 45 join subflows of one run, reset and
-/// destroyed while their handshake completed, were registered by an `init` that came after
-/// their destruction and were never released.
+/// `release` has not run, and [`freed_without_release`] tells when the kernel freed
+/// subflows without `release` (their connection's entry is then reclaimed at its close).
 fn drain(l: &Loaded, secs: u64, bed: &Bed) -> usize {
     for _ in 0..secs * 10 {
         let n = l.connections().unwrap().len();
@@ -65,39 +63,58 @@ fn tcp_sockets_allocated() -> Option<u64> {
 }
 
 /// How many of the subflows whose `release` has not run no longer exist: more initialised
-/// than released, yet fewer TCP sockets on the whole machine than that. Printed as a miss.
+/// than released, yet fewer TCP sockets on the whole machine than that. The kernel does this
+/// now and then to a join racing its connection's close (tcp_v4_destroy_sock ran for them,
+/// the controller's `release` did not); their slots go when their connection's entry is
+/// reclaimed at its close.
 fn freed_without_release(l: &Loaded, what: &str) -> u64 {
     let alive = unreleased(l);
     let allocated = tcp_sockets_allocated().unwrap_or(u64::MAX);
     let freed = alive.saturating_sub(allocated);
     if freed > 0 {
         println!(
-            "MISS {what}: at least {freed} subflows were freed without release \
-             ({alive} not released, {allocated} TCP sockets on the machine); their entries leak"
+            "{what}: at least {freed} subflows were freed without release ({alive} not \
+             released, {allocated} TCP sockets on the machine)"
         );
     }
     freed
 }
 
-/// Every entry left, and every slot not given back, belongs to a subflow whose `release` has
-/// not run; with every `release` run the map is empty and the counters balance.
+/// The counters balance against the map, and every entry left is held by a subflow whose
+/// `release` has not run:
+/// * slots: every registration gave its slot back, or was still registered when its entry
+///   was reclaimed (connection closed, or stale at a reused address), or holds a slot now;
+/// * entries: every entry created was deleted by its last subflow, reclaimed, found stale,
+///   or is still there;
+/// * a subflow learns of its entry's reclaim at most once (then runs Reno).
 fn judge(l: &Loaded, left: usize, what: &str) {
     freed_without_release(l, what);
     let alive = unreleased(l);
-    let held = stat(l, Stat::Registered) - stat(l, Stat::Unregistered);
+    let conns = l.connections().unwrap();
+    let held: u64 = conns.iter().map(|c| u64::from(c.subflows)).sum();
     if left != 0 || held != 0 {
         println!("{what}: counters {:?}", l.stats().unwrap());
-        for c in l.connections().unwrap() {
+        for c in &conns {
             println!("{what}: left {c:?}");
         }
     }
+    assert_eq!(
+        stat(l, Stat::Registered),
+        stat(l, Stat::Unregistered) + stat(l, Stat::ReclaimedSubflows) + held,
+        "{what}: registrations do not balance"
+    );
+    assert_eq!(
+        stat(l, Stat::ConnCreated),
+        stat(l, Stat::ConnDeleted) + stat(l, Stat::Reclaimed) + stat(l, Stat::Stale) + left as u64,
+        "{what}: entries do not balance"
+    );
+    assert!(
+        stat(l, Stat::ConnMissing) <= stat(l, Stat::ReclaimedSubflows),
+        "{what}: more subflows found their entry gone than were reclaimed"
+    );
     assert!(
         left as u64 <= alive,
         "{what}: {left} entries left, {alive} sockets not released"
-    );
-    assert!(
-        held <= alive,
-        "{what}: {held} slots not given back, {alive} sockets not released"
     );
     if alive > 0 {
         println!("{what}: {alive} sockets not yet released by the kernel hold {left} entries");
@@ -129,11 +146,6 @@ fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
         judge(&l, left, "1000 connections");
         // Both ends run the controller: 1000 client and 1000 server connections.
         assert!(stat(&l, Stat::ConnCreated) >= 2000);
-        assert_eq!(
-            stat(&l, Stat::ConnCreated) - stat(&l, Stat::ConnDeleted),
-            left as u64
-        );
-        assert_eq!(stat(&l, Stat::ConnMissing), 0);
         drop(bed);
     }
     assert_nothing_left(&tag);
@@ -210,7 +222,6 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
                 stat(&l, Stat::Registered) > stat(&l, Stat::ConnCreated),
                 "{algo}: no joins"
             );
-            assert_eq!(stat(&l, Stat::ConnMissing), 0);
             drop(bed);
             if left > 0 {
                 // Whether deleting the namespaces makes the kernel release what it kept.
@@ -287,8 +298,27 @@ fn subflows_joining_while_connections_close_leave_nothing_behind() {
             stat(&l, Stat::Reinit)
         );
         judge(&l, left, "joins while closing");
-        assert_eq!(freed_without_release(&l, "joins while closing"), 0);
-        assert_eq!(stat(&l, Stat::ConnMissing), 0);
+        // Whatever the kernel freed without release, no entry outlives its connection: one
+        // more connection starting and ending sweeps those of every connection closed since
+        // the last sweep, and what is left belongs to connections still open.
+        let out = wait_for(bed.client(1, 1, 16_384, 0.0), 60).expect("one more connection");
+        assert_eq!(out.trim(), "done 1 0");
+        let left = drain(&l, 10, &bed);
+        let open = bed.open_connections();
+        println!(
+            "after one more connection: {left} entries left, {open} connections open; \
+             reclaimed {} entries holding {} subflows, {} stale, {} joins refused",
+            stat(&l, Stat::Reclaimed),
+            stat(&l, Stat::ReclaimedSubflows),
+            stat(&l, Stat::Stale),
+            stat(&l, Stat::ConnGone)
+        );
+        judge(&l, left, "joins while closing, one more connection");
+        assert!(
+            left <= open,
+            "{left} entries outlive their connections ({open} open): {:?}",
+            l.connections().unwrap()
+        );
         drop(bed);
     }
     assert_nothing_left(&tag);

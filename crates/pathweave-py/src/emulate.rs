@@ -45,6 +45,11 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     d.set_item("kernel_algorithms", PyList::new(py, &r.kernel_algorithms)?)?;
     d.set_item("controllers_prefix", &r.controllers_prefix)?;
     d.set_item("weight_updates", r.weight_updates)?;
+    let counters = PyDict::new(py);
+    for (name, v) in &r.controller_counters {
+        counters.set_item(name, v)?;
+    }
+    d.set_item("controller_counters", counters)?;
     d.set_item("lateness", percentiles_ms(py, &r.lateness)?)?;
     d.set_item("intake_wait", percentiles_ms(py, &r.intake_wait)?)?;
     d.set_item("lateness_limit_ms", r.lateness_limit_ns as f64 / 1e6)?;

@@ -60,6 +60,18 @@ struct {
 	__type(value, __u64);
 } pw_stats SEC(".maps");
 
+/*
+ * MPTCP connections that reached TCP_CLOSE, by socket address, with their token: written by
+ * pw_conn_close for every MPTCP socket on the machine (a tracing program may not touch
+ * pw_conns, whose values hold a spin lock) and swept by the controllers (pw_sweep).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PW_CONNS_MAX);
+	__type(key, __u64);
+	__type(value, __u32);
+} pw_closed SEC(".maps");
+
 /* The value a new connection entry starts from (the map may not be written from the stack:
  * a whole entry does not fit in the 512 bytes of a BPF stack frame beside the rest). */
 static const __u8 pw_zero_conn[sizeof(struct pw_conn)];
@@ -78,6 +90,7 @@ struct pw_ca {
 	__u32 ca_state; /* the last state set_state reported */
 	__u32 acked_pending; /* bytes acknowledged since the last publish */
 	__u32 losses_pending;
+	__u32 token;    /* the connection's token when the subflow registered */
 };
 
 /* What one subflow sees of its connection, copied under the lock. */
@@ -107,12 +120,17 @@ static __always_inline struct pw_ca *pw_ca(const struct sock *sk)
 	return (struct pw_ca *)inet_csk(sk)->icsk_ca_priv;
 }
 
-static __always_inline void pw_count(__u32 stat)
+static __always_inline void pw_count_n(__u32 stat, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&pw_stats, &stat);
 
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
+}
+
+static __always_inline void pw_count(__u32 stat)
+{
+	pw_count_n(stat, 1);
 }
 
 static __always_inline __u64 pw_next_id(void)
@@ -150,39 +168,133 @@ static __always_inline __u64 pw_conn_key(struct sock *sk)
 	return (__u64)conn;
 }
 
-/* Gives the slot back; the last subflow deletes the entry (and BMC's weights). */
-static __always_inline void pw_unregister(struct sock *sk, struct pw_ca *ca)
+#define PW_CONN_LIVE (1ULL << 32)
+
+/*
+ * The token of the socket at `key`, with PW_CONN_LIVE set if that is the subflow's own
+ * connection and it is still open (one return register: cong_avoid's stack has no room to
+ * spare). A join whose handshake completes while its connection closes can reach init after
+ * the connection closed, or after its socket was freed and the address taken by another
+ * connection (the subflow context keeps the pointer); the subflow context holds its own
+ * connection's token, which the socket at the address must carry.
+ */
+static __noinline __u64 pw_conn_token(struct sock *sk, __u64 key)
+{
+	struct mptcp_subflow_context *ctx = inet_csk(sk)->icsk_ulp_data;
+	struct mptcp_sock *msk = (struct mptcp_sock *)key;
+	__u32 mine = BPF_CORE_READ(ctx, token), token = BPF_CORE_READ(msk, token);
+
+	if (mine != token ||
+	    BPF_CORE_READ(msk, sk.icsk_inet.sk.__sk_common.skc_state) == PW_TCP_CLOSE)
+		return token;
+	return token | PW_CONN_LIVE;
+}
+
+/*
+ * Removes the entry of a connection that has closed, if the entry at its address is still
+ * that connection's (same token): a bpf_for_each_map_elem callback over pw_closed.
+ */
+static long pw_sweep_one(void *map, __u64 *key, __u32 *token, void *unused)
+{
+	struct pw_conn *c = bpf_map_lookup_elem(&pw_conns, key);
+	__u64 id = 0, held = 0;
+	int mine = 0;
+
+	if (c) {
+		bpf_spin_lock(&c->lock);
+		if (c->token == *token && c->algo) {
+			/* algo 0: claimed by no one, or by a sweep on another CPU. */
+			mine = 1;
+			held = c->subflows;
+			id = c->id;
+			c->algo = 0;
+			c->used = 0;
+			c->subflows = 0;
+		}
+		bpf_spin_unlock(&c->lock);
+	}
+	if (mine) {
+		bpf_map_delete_elem(&pw_conns, key);
+		bpf_map_delete_elem(&pw_bmc_weights, &id);
+		pw_count(PW_STAT_RECLAIMED);
+		pw_count_n(PW_STAT_RECLAIMED_SUBFLOWS, held);
+	}
+	bpf_map_delete_elem(&pw_closed, key);
+	return 0;
+}
+
+/*
+ * Reclaims the entries of closed connections. Normally a connection's last subflow deletes
+ * its entry soon after the close, and the sweep finds nothing of it; but the kernel can free
+ * a subflow without calling release (a join racing its connection's close), whose slot would
+ * otherwise keep the entry forever. Run from init when it creates an entry and from release
+ * when it deletes one (not from cong_avoid: its stack has no room for the callback's frame).
+ */
+static __always_inline void pw_sweep(void)
+{
+	bpf_for_each_map_elem(&pw_closed, pw_sweep_one, NULL, 0);
+}
+
+/* pw_conn_close: every MPTCP socket that reaches TCP_CLOSE, with its token. */
+SEC("raw_tp/inet_sock_set_state")
+int pw_conn_close(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct sock *sk = (struct sock *)ctx->args[0];
+	__u64 key = (__u64)sk;
+	__u32 token;
+
+	if ((int)ctx->args[2] != PW_TCP_CLOSE ||
+	    BPF_CORE_READ(sk, sk_protocol) != IPPROTO_MPTCP)
+		return 0;
+	token = BPF_CORE_READ((struct mptcp_sock *)sk, token);
+	bpf_map_update_elem(&pw_closed, &key, &token, BPF_ANY);
+	return 0;
+}
+
+/*
+ * Gives the slot back; the last subflow deletes the entry (and BMC's weights) and returns 1.
+ */
+static __always_inline int pw_unregister(struct sock *sk, struct pw_ca *ca)
 {
 	struct pw_conn *c;
 	__u64 key = ca->conn, id = 0;
 	__u32 slot = ca->slot & (PW_MAX_PATHS - 1), left = 1;
 
 	if (!(ca->flags & PW_CA_REGISTERED) || !key)
-		return;
+		return 0;
 	ca->flags &= ~PW_CA_REGISTERED;
 	ca->conn = 0;
 	c = bpf_map_lookup_elem(&pw_conns, &key);
 	if (!c) {
 		pw_count(PW_STAT_CONN_MISSING);
-		return;
+		return 0;
 	}
 	bpf_spin_lock(&c->lock);
-	if (c->used & (1u << slot)) {
-		c->used &= ~(1u << slot);
-		c->slot[slot].flags = 0;
-		if (c->subflows)
-			c->subflows--;
-		c->forced = 1;
+	if (c->token != ca->token || !(c->used & (1u << slot))) {
+		/* Reclaimed (and maybe the address taken by another connection since). */
+		bpf_spin_unlock(&c->lock);
+		pw_count(PW_STAT_CONN_MISSING);
+		return 0;
 	}
+	c->used &= ~(1u << slot);
+	c->slot[slot].flags = 0;
+	if (c->subflows)
+		c->subflows--;
+	c->forced = 1;
 	left = c->subflows;
+	if (!left)
+		c->algo = 0; /* deleted below: a concurrent sweep leaves it alone */
 	id = c->id;
 	bpf_spin_unlock(&c->lock);
 	pw_count(PW_STAT_UNREGISTERED);
 	if (left == 0) {
 		bpf_map_delete_elem(&pw_conns, &key);
 		bpf_map_delete_elem(&pw_bmc_weights, &id);
+		bpf_map_delete_elem(&pw_closed, &key);
 		pw_count(PW_STAT_CONN_DELETED);
+		return 1;
 	}
+	return 0;
 }
 
 /*
@@ -191,18 +303,18 @@ static __always_inline void pw_unregister(struct sock *sk, struct pw_ca *ca)
  * calls set_state after release (and after clearing icsk_ca_priv), so a registration there
  * would never see a release.
  */
-static __always_inline void pw_register(struct sock *sk, struct pw_ca *ca, __u32 algo)
+static __always_inline int pw_register(struct sock *sk, struct pw_ca *ca, __u32 algo)
 {
 	struct pw_conn *c;
-	__u64 key, id;
-	__u32 i, slot = PW_MAX_PATHS, mismatch = 0;
+	__u64 key, id, live, stale_id = 0;
+	__u32 i, slot = PW_MAX_PATHS, mismatch = 0, token = 0, created = 0, stale = 0;
 
 	if (ca->flags & PW_CA_PLAIN)
-		return;
+		return 0;
 	if (ca->flags & PW_CA_REGISTERED) {
 		key = pw_conn_key(sk);
 		if (!key || key == ca->conn)
-			return;
+			return 0;
 		/* The subflow now belongs to another connection: move its slot there. */
 		pw_count(PW_STAT_REKEYED);
 		pw_unregister(sk, ca);
@@ -210,30 +322,51 @@ static __always_inline void pw_register(struct sock *sk, struct pw_ca *ca, __u32
 	if (!tcp_sk(sk)->is_mptcp) {
 		ca->flags |= PW_CA_PLAIN;
 		pw_count(PW_STAT_PLAIN_TCP);
-		return;
+		return 0;
 	}
 	key = pw_conn_key(sk);
 	if (!key) {
 		pw_count(PW_STAT_NO_CONN_YET);
-		return;
+		return 0;
 	}
+	live = pw_conn_token(sk, key);
+	if (!(live & PW_CONN_LIVE)) {
+		ca->flags |= PW_CA_PLAIN;
+		pw_count(PW_STAT_CONN_GONE);
+		return 0;
+	}
+	token = (__u32)live;
 	c = bpf_map_lookup_elem(&pw_conns, &key);
 	if (!c) {
 		/* A zeroed entry; the first subflow to lock it below claims it for its algorithm. */
-		if (bpf_map_update_elem(&pw_conns, &key, pw_zero_conn, BPF_NOEXIST) == 0)
+		if (bpf_map_update_elem(&pw_conns, &key, pw_zero_conn, BPF_NOEXIST) == 0) {
 			pw_count(PW_STAT_CONN_CREATED);
+			created = 1;
+		}
 		c = bpf_map_lookup_elem(&pw_conns, &key);
 		if (!c) {
 			ca->flags |= PW_CA_PLAIN;
 			pw_count(PW_STAT_MAP_FULL);
-			return;
+			return 0;
 		}
 	}
 	id = pw_next_id();
 	bpf_spin_lock(&c->lock);
+	if (c->algo != 0 && c->token != token) {
+		/* Left by an earlier connection at this address, not yet swept: start afresh. */
+		stale = c->subflows + 1;
+		stale_id = c->id;
+		c->algo = 0;
+		c->used = 0;
+		c->subflows = 0;
+		c->alpha = 0;
+		for (i = 0; i < PW_MAX_PATHS; i++)
+			c->slot[i].flags = 0;
+	}
 	if (c->algo == 0 && c->used == 0) {
 		c->algo = algo;
 		c->id = id;
+		c->token = token;
 	}
 	if (c->algo != algo) {
 		mismatch = 1;
@@ -255,15 +388,20 @@ static __always_inline void pw_register(struct sock *sk, struct pw_ca *ca, __u32
 		}
 	}
 	bpf_spin_unlock(&c->lock);
+	if (stale) {
+		bpf_map_delete_elem(&pw_bmc_weights, &stale_id);
+		pw_count(PW_STAT_STALE);
+		pw_count_n(PW_STAT_RECLAIMED_SUBFLOWS, stale - 1);
+	}
 	if (mismatch) {
 		ca->flags |= PW_CA_PLAIN;
 		pw_count(PW_STAT_ALGO_MISMATCH);
-		return;
+		return 0;
 	}
 	if (slot >= PW_MAX_PATHS) {
 		ca->flags |= PW_CA_PLAIN;
 		pw_count(PW_STAT_SLOTS_FULL);
-		return;
+		return 0;
 	}
 	/*
 	 * Which path the subflow takes, for userspace (the BMC manager matches slots to paths).
@@ -273,8 +411,10 @@ static __always_inline void pw_register(struct sock *sk, struct pw_ca *ca, __u32
 	c->slot[slot & (PW_MAX_PATHS - 1)].sport = sk->__sk_common.skc_num;
 	ca->conn = key;
 	ca->slot = slot;
+	ca->token = token;
 	ca->flags |= PW_CA_REGISTERED;
 	pw_count(PW_STAT_REGISTERED);
+	return created;
 }
 
 /* This subflow's own state, read from the socket before taking the lock. */
@@ -320,14 +460,16 @@ static __always_inline int pw_sync(struct sock *sk, struct pw_ca *ca, struct pw_
 	struct pw_weights *wt = NULL;
 	__u64 key = ca->conn;
 	__u32 me = ca->slot & (PW_MAX_PATHS - 1), i, n = 0;
-	__u32 raw[PW_MAX_PATHS] = {};
 
 	v->n = 0;
 	v->me = PW_MAX_PATHS;
 	if (!(ca->flags & PW_CA_REGISTERED) || !key)
 		return 0;
 	c = bpf_map_lookup_elem(&pw_conns, &key);
-	if (!c) {
+	if (!c || c->token != ca->token) {
+		/* Reclaimed at the connection's close: Reno from now on. */
+		ca->flags = (ca->flags & ~PW_CA_REGISTERED) | PW_CA_PLAIN;
+		ca->conn = 0;
 		pw_count(PW_STAT_CONN_MISSING);
 		return 0;
 	}
@@ -336,10 +478,9 @@ static __always_inline int pw_sync(struct sock *sk, struct pw_ca *ca, struct pw_
 	/* Only BMC has weights: a second hash lookup on every ACK of the others is waste. */
 	if (c->algo == PW_ALGO_BMC)
 		wt = bpf_map_lookup_elem(&pw_bmc_weights, &v->id);
-	if (wt) {
-		for (i = 0; i < PW_MAX_PATHS; i++)
-			raw[i] = wt->weight[i];
-	}
+	/* Weights by slot, compacted below in place to the usable slots' order (n <= i). */
+	for (i = 0; i < PW_MAX_PATHS; i++)
+		v->w.w[i] = wt ? wt->weight[i] : 0;
 	bpf_spin_lock(&c->lock);
 	c->slot[me].cwnd = o.cwnd;
 	c->slot[me].ssthresh = o.ssthresh;
@@ -361,7 +502,7 @@ static __always_inline int pw_sync(struct sock *sk, struct pw_ca *ca, struct pw_
 			effective && (s->flags & PW_SLOT_RECOVERY) ? s->ssthresh : s->cwnd;
 		v->s.s[n & (PW_MAX_PATHS - 1)].srtt_us = s->srtt_us;
 		v->s.s[n & (PW_MAX_PATHS - 1)].loss_interval = s->loss_interval;
-		v->w.w[n & (PW_MAX_PATHS - 1)] = raw[i];
+		v->w.w[n & (PW_MAX_PATHS - 1)] = v->w.w[i];
 		n++;
 	}
 	v->n = n;
@@ -460,6 +601,7 @@ static __always_inline void pw_init(struct sock *sk, __u32 algo)
 	ca->ai = 0;
 	ca->md = 0;
 	ca->slot = 0;
+	ca->token = 0;
 	ca->flags = 0;
 	ca->loss1 = una;
 	ca->loss2 = una;
@@ -481,7 +623,8 @@ static __always_inline void pw_init(struct sock *sk, __u32 algo)
 		pw_count(PW_STAT_INIT_CLOSED);
 		return;
 	}
-	pw_register(sk, ca, algo);
+	if (pw_register(sk, ca, algo))
+		pw_sweep();
 }
 
 static __always_inline void pw_release(struct sock *sk)
@@ -491,7 +634,8 @@ static __always_inline void pw_release(struct sock *sk)
 	pw_count(PW_STAT_RELEASE);
 	if (tcp_sk(sk)->is_mptcp && !inet_csk(sk)->icsk_ulp_data)
 		pw_count(PW_STAT_RELEASE_ULP_GONE);
-	pw_unregister(sk, ca);
+	if (pw_unregister(sk, ca))
+		pw_sweep();
 }
 
 static __always_inline __u32 pw_ssthresh(struct sock *sk, __u32 algo)

@@ -9,12 +9,13 @@
  * is not known yet, in its first later callback), takes a slot, and records the key and slot
  * in its own congestion-control area (icsk_ca_priv); release reads them back from there, so
  * it never has to walk icsk_ulp_data of a socket being destroyed. The last subflow to leave
- * deletes the entry.
+ * deletes the entry; so does the connection's own close (pw_closed), which also reclaims the
+ * entry of a connection one of whose subflows the kernel freed without calling release.
  */
 #ifndef PW_INTF_H
 #define PW_INTF_H
 
-#define PW_VERSION 4
+#define PW_VERSION 5
 
 /* Algorithm ids, stored in each connection entry. */
 #define PW_ALGO_LIA 1
@@ -50,7 +51,8 @@ struct pw_conn {
 	__u32 subflows; /* registered subflows: cnt_established for OLIA */
 	__u32 used;     /* bit i set: slot i in use */
 	__u32 forced;   /* LIA: recompute α on the next congestion-avoidance ACK */
-	__u32 pad;
+	__u32 token;    /* the connection's MPTCP token: tells an address reused by a new
+			 * connection from the entry an earlier one left at it */
 	__u64 alpha;    /* LIA's cached fixed-point α */
 	__u64 id;       /* connection number, the key of pw_bmc_weights */
 	struct pw_slot slot[8];
@@ -73,7 +75,7 @@ enum pw_stat {
 	PW_STAT_NO_CONN_YET,      /* callbacks of a subflow whose connection was not set yet */
 	PW_STAT_SLOTS_FULL,       /* subflows beyond PW_MAX_PATHS: Reno */
 	PW_STAT_ALGO_MISMATCH,    /* subflows on another pw_* than their connection: Reno */
-	PW_STAT_CONN_MISSING,     /* a registered subflow found no entry (should stay 0) */
+	PW_STAT_CONN_MISSING,     /* registered subflows that found their entry reclaimed */
 	PW_STAT_MAP_FULL,         /* pw_conns full: Reno */
 	PW_STAT_RELEASE_ULP_GONE, /* release saw icsk_ulp_data already cleared */
 	PW_STAT_NEXT_ID,          /* connection numbers handed out */
@@ -82,6 +84,10 @@ enum pw_stat {
 	PW_STAT_REKEYED,          /* subflows whose connection changed after they registered */
 	PW_STAT_REINIT,           /* init of a socket still registered (no release between) */
 	PW_STAT_INIT_CLOSED,      /* init of a socket already closed: never registered */
+	PW_STAT_CONN_GONE,        /* subflows whose connection had closed or gone: Reno */
+	PW_STAT_STALE,            /* entries an earlier connection left at a reused address */
+	PW_STAT_RECLAIMED,        /* entries removed because their connection closed */
+	PW_STAT_RECLAIMED_SUBFLOWS, /* subflows still registered in those two kinds of entry */
 	PW_STAT_COUNT
 };
 

@@ -260,6 +260,26 @@ impl Bed {
         out
     }
 
+    /// MPTCP connections in both namespaces that have not closed (`ss -MHna` less the
+    /// listeners and the closed or unconnected sockets).
+    pub(crate) fn open_connections(&self) -> usize {
+        let mut n = 0;
+        for ns in [&self.server_ns, &self.client_ns] {
+            let o = Command::new("ip")
+                .args(["netns", "exec", ns, "ss", "-MHna"])
+                .output()
+                .expect("run ss");
+            n += String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| {
+                    let state = l.split_whitespace().next().unwrap_or("");
+                    !matches!(state, "" | "LISTEN" | "UNCONN" | "CLOSE")
+                })
+                .count();
+        }
+        n
+    }
+
     /// Starts the client: `n` connections, `conc` at a time, `bytes` each, or, if `secs > 0`,
     /// paced until the client's stdin closes, for at most `secs` seconds each.
     pub(crate) fn client(&self, n: usize, conc: usize, bytes: usize, secs: f64) -> Child {
