@@ -3,10 +3,12 @@ fully-coupled and bmc on pathweave-kernel's BPF controllers (loaded privately fo
 over real MPTCP, and the simulator predicts what they do.
 
 Real-time tests (root, BTF, MPTCP, a build with the BPF controllers), about seven minutes.
-Each scenario runs as three independent copies side by side in one file
-(`pathweave.replicas`): one emulated run gives three samples, the "three seeds" of the
-specification, in the wall time of one. The simulator runs the same replicated file with five
-seeds (fifteen samples). Thresholds are the ones the controllers are specified by (RFC 6356's
+Each scenario runs as five independent copies side by side in one file
+(`pathweave.replicas`): one emulated run gives five samples (the specification asks for three
+seeds; with three copies a mean moved by about 0.1 from run to run, enough to cross a 0.2
+agreement bound by chance: LIA's share ratio came out at 1.41 once against 1.10-1.22 in six
+other runs), in the wall time of one. The simulator runs the same replicated file with five
+seeds (25 samples). Thresholds are the ones the controllers are specified by (RFC 6356's
 goals, the headline's bounds), asserted on the mean over the copies.
 
 Both engines run the same TCP: the scenarios turn on limited transmit (RFC 3042), which Linux
@@ -52,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
 KERNEL_SCENARIOS = SCENARIOS / "kernel"
 COUPLED = ["lia", "olia", "balia", "fully-coupled"]
-COPIES = 3
+COPIES = 5
 SIM_SEEDS = [1, 2, 3, 4, 5]
 # How long a run's private controllers may stay registered, and their programs loaded, after
 # it returns: a controller unregisters when the run drops its link, and its programs are freed
@@ -271,7 +273,7 @@ def _headline(algorithm: str) -> tuple[float, float]:
     "algorithm", ["uncoupled", *_marked({"fully-coupled": FULLY_COUPLED_MISS})]
 )
 def test_headline_on_linux(algorithm: str) -> None:
-    """Three copies of 30 s: a coupled connection gets 0.7x to 1.35x the Reno flow, per-subflow
+    """Five copies of 30 s: a coupled connection gets 0.7x to 1.35x the Reno flow, per-subflow
     Reno at least 1.5x."""
     e, _ = _headline(algorithm)
     if algorithm == "uncoupled":
@@ -294,9 +296,9 @@ HEADLINE_AGREEMENT_MISSES = {
 # 1.96 in six runs (per-copy standard deviation about 0.2), against 1.94-1.98 simulated. The one
 # systematic difference found, MPTCP's DSS option taking 24 bytes of each subflow segment's
 # payload in the fixed MTU, is now simulated too (`mptcp_options`, set by `_doc`); what is
-# left is the spread of three 30 s copies on the kernel.
+# left is the spread of the 30 s copies on the kernel (five copies: 2.01, against 1.98).
 UNCOUPLED_AGREEMENT_MISS = (
-    "three 30 s copies of uncoupled subflows over MPTCP spread widely (run means 1.73-2.06, "
+    "30 s copies of uncoupled subflows over MPTCP spread widely (three-copy run means 1.73-2.06, "
     "per-copy sd about 0.2), which puts the emulated ratio at the 0.2 bound around the "
     "simulated 1.94-1.98"
 )
@@ -345,20 +347,21 @@ def _shared(algorithm: str) -> tuple[Any, Any]:
     return e, s
 
 
-# Goal 1 on two shared paths (three copies of 30 s, steady state): the kernel's LIA 0.80-0.99
-# and OLIA 0.73-0.90 over several runs. The simulator pulling data into window space met it
-# (0.92, 0.93); with Linux's sending side and handshakes it gives LIA 0.93 and OLIA 0.76
-# (fifteen samples): the subflow on the faster path, whose window the coupled increase keeps
-# small beside its Reno flow, holds a send queue the connection stalls behind, so the
-# connection falls short of the better path's Reno flow, OLIA's by more. LIA's kernel runs
-# fall on both sides of the bound. See docs/kernel.md.
+# Goal 1 on two shared paths (30 s copies, steady state): the kernel's LIA 0.80-0.99 and OLIA
+# 0.73-0.90 over several runs of three copies; five copies gave LIA 0.90, OLIA 0.82. The
+# simulator pulling data into window space met it (0.92, 0.93); with Linux's sending side and
+# handshakes it gives LIA 0.93 and OLIA 0.76 (fifteen samples; 0.90 and 0.75 over 25): the
+# subflow on the faster path, whose window the coupled increase keeps small beside its Reno
+# flow, holds a send queue the connection stalls behind, so the connection falls short of
+# the better path's Reno flow, OLIA's by more. LIA's kernel runs fall on both sides of the
+# bound. See docs/kernel.md.
 SEND_QUEUE_GOAL1_MISS = (
     "Linux MPTCP queues data on each subflow ahead of its window, so the connection stalls "
     "behind a subflow's queue; the simulator with Linux's sending side misses goal 1 here too "
     "({sim}x simulated against {emu}x on the kernel over several runs)"
 )
 GOAL1_MISSES = {
-    "lia": SEND_QUEUE_GOAL1_MISS.format(sim="0.93", emu="0.80-0.99"),
+    "lia": SEND_QUEUE_GOAL1_MISS.format(sim="0.90-0.93", emu="0.80-1.17"),
     "olia": SEND_QUEUE_GOAL1_MISS.format(sim="0.76", emu="0.73-0.90"),
     "balia": "Balia gives up some of goal 1 for friendliness and responsiveness (Peng et al. "
     "2016): the simulator gives 0.87x the better path's Reno flow here with Linux's sending "
@@ -381,7 +384,7 @@ AGREEMENT_MISSES = {
 @pytest.mark.parametrize("algorithm", COUPLED)
 def test_rfc6356_goal2_on_two_disjoint_shared_paths(algorithm: str) -> None:
     """Goal 2, do no harm: no subflow takes more than 1.1x the Reno flow on its path (mean
-    over three copies of 30 s)."""
+    over five copies of 30 s)."""
     e, _ = _shared(algorithm)
     assert e[1] <= 1.1, f"goal 2: a subflow took {e[1]:.2f}x the Reno flow on its path"
 
@@ -425,7 +428,7 @@ def test_shared_paths_share_ratio_agrees_with_the_simulator(algorithm: str) -> N
 )
 def test_two_disjoint_paths_alone_are_both_used(algorithm: str) -> None:
     """A connection alone on 10 + 20 Mbit/s gets at least 90 % of the sum as goodput (mean
-    over three copies of 15 s)."""
+    over five copies of 15 s)."""
 
     def share(copy: dict[str, Any]) -> float:
         return copy["goodput"]["mp"] / 30e6
