@@ -13,11 +13,12 @@ use std::time::Duration;
 use support::{assert_nothing_left, kernel_log, prefix, root_test, wait_for, Bed};
 
 fn stat(l: &Loaded, s: Stat) -> u64 {
-    l.stats()
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| *k == s)
-        .map_or(0, |(_, v)| v)
+    stat_in(&l.stats().unwrap(), s)
+}
+
+/// Counter `s` in a reading of the counters.
+fn stat_in(stats: &[(Stat, u64)], s: Stat) -> u64 {
+    stats.iter().find(|(k, _)| *k == s).map_or(0, |(_, v)| *v)
 }
 
 /// Sockets the controllers initialised whose `release` has not run, leaving out those
@@ -98,7 +99,7 @@ fn judge(l: &Loaded, left: usize, what: &str) {
             (l.stats().unwrap() == before).then_some((before, conns))
         })
         .expect("the counters settle");
-    let at = |s: Stat| stats.iter().find(|(k, _)| *k == s).map_or(0, |(_, v)| *v);
+    let at = |s: Stat| stat_in(&stats, s);
     let held: u64 = conns.iter().map(|c| u64::from(c.subflows)).sum();
     if left != 0 || held != 0 {
         println!("{what}: counters {stats:?}");

@@ -190,6 +190,19 @@ static __noinline __u64 pw_conn_token(struct sock *sk, __u64 key)
 	return token | PW_CONN_LIVE;
 }
 
+/* Empties an entry under its lock: no algorithm, no subflow, no slot in use. */
+static __always_inline void pw_conn_clear(struct pw_conn *c)
+{
+	__u32 i;
+
+	c->algo = 0;
+	c->used = 0;
+	c->subflows = 0;
+	c->alpha = 0;
+	for (i = 0; i < PW_MAX_PATHS; i++)
+		c->slot[i].flags = 0;
+}
+
 /*
  * Removes the entry of a connection that has closed, if the entry at its address is still
  * that connection's (same token): a bpf_for_each_map_elem callback over pw_closed.
@@ -207,9 +220,7 @@ static long pw_sweep_one(void *map, __u64 *key, __u32 *token, void *unused)
 			mine = 1;
 			held = c->subflows;
 			id = c->id;
-			c->algo = 0;
-			c->used = 0;
-			c->subflows = 0;
+			pw_conn_clear(c);
 		}
 		bpf_spin_unlock(&c->lock);
 	}
@@ -356,12 +367,7 @@ static __always_inline int pw_register(struct sock *sk, struct pw_ca *ca, __u32 
 		/* Left by an earlier connection at this address, not yet swept: start afresh. */
 		stale = c->subflows + 1;
 		stale_id = c->id;
-		c->algo = 0;
-		c->used = 0;
-		c->subflows = 0;
-		c->alpha = 0;
-		for (i = 0; i < PW_MAX_PATHS; i++)
-			c->slot[i].flags = 0;
+		pw_conn_clear(c);
 	}
 	if (c->algo == 0 && c->used == 0) {
 		c->algo = algo;
