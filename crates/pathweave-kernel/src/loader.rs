@@ -220,6 +220,24 @@ impl Loaded {
         write_weights(&self.skel.maps.pw_bmc_weights, id, w)
     }
 
+    /// Writes the entry `c` at `c.key`, under the entry's lock. The controllers own this map:
+    /// this is for tests that stand in for the kernel, leaving an entry as a subflow freed
+    /// without `release` or an earlier connection at a reused address would.
+    pub fn write_connection(&self, c: &Conn) -> Result<(), KernelError> {
+        self.skel
+            .maps
+            .pw_conns
+            .update(&c.key.to_ne_bytes(), &c.encode(), MapFlags::LOCK)
+            .map_err(bpf_err("writing a connection entry"))
+    }
+
+    /// Deletes the entry at `key` and the BMC weights of connection `id`, if there are any;
+    /// whether an entry was there.
+    pub fn delete_connection(&self, key: u64, id: u64) -> bool {
+        let _ = self.skel.maps.pw_bmc_weights.delete(&id.to_ne_bytes());
+        self.skel.maps.pw_conns.delete(&key.to_ne_bytes()).is_ok()
+    }
+
     /// The BMC weights held, by connection number.
     pub fn weights(&self) -> Result<Vec<(u64, [u32; maps::SLOTS])>, KernelError> {
         let m = &self.skel.maps.pw_bmc_weights;
@@ -250,7 +268,11 @@ fn read_conns<M: MapCore>(m: &M) -> Result<Vec<Conn>, KernelError> {
             .lookup(&key, MapFlags::LOCK)
             .map_err(bpf_err("reading a connection entry"))?
         {
-            if let Some(c) = Conn::decode(&v) {
+            let mut k = [0u8; 8];
+            if key.len() == 8 {
+                k.copy_from_slice(&key);
+            }
+            if let Some(c) = Conn::decode(u64::from_ne_bytes(k), &v) {
                 out.push(c);
             }
         }

@@ -144,12 +144,16 @@ impl Slot {
 /// One connection entry.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Conn {
+    /// The map key: the address of the connection's MPTCP socket (not part of the value).
+    pub key: u64,
     /// `PW_ALGO_*`.
     pub algo: u32,
     /// Registered subflows.
     pub subflows: u32,
     /// Slots in use, one bit each.
     pub used: u32,
+    /// LIA: α is recomputed at the next congestion-avoidance ACK.
+    pub forced: u32,
     /// LIA's cached α.
     pub alpha: u64,
     /// The connection's MPTCP token.
@@ -168,6 +172,10 @@ fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes(a)
 }
 
+fn put(b: &mut [u8], off: usize, v: &[u8]) {
+    b[off..off + v.len()].copy_from_slice(v);
+}
+
 fn u64_at(b: &[u8], off: usize) -> u64 {
     let mut a = [0u8; 8];
     if let Some(s) = b.get(off..off + 8) {
@@ -177,8 +185,8 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 }
 
 impl Conn {
-    /// Decodes a `struct pw_conn`; `None` if `b` has the wrong size.
-    pub fn decode(b: &[u8]) -> Option<Conn> {
+    /// Decodes a `struct pw_conn` stored at `key`; `None` if `b` has the wrong size.
+    pub fn decode(key: u64, b: &[u8]) -> Option<Conn> {
         if b.len() != CONN_SIZE {
             return None;
         }
@@ -200,14 +208,45 @@ impl Conn {
             };
         }
         Some(Conn {
+            key,
             algo: u32_at(b, 4),
             subflows: u32_at(b, 8),
             used: u32_at(b, 12),
+            forced: u32_at(b, 16),
             token: u32_at(b, 20),
             alpha: u64_at(b, 24),
             id: u64_at(b, 32),
             slots,
         })
+    }
+}
+
+impl Conn {
+    /// Encodes the entry as a `struct pw_conn` (the spin lock's word zero; the key is not
+    /// part of the value).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; CONN_SIZE];
+        put(&mut b, 4, &self.algo.to_ne_bytes());
+        put(&mut b, 8, &self.subflows.to_ne_bytes());
+        put(&mut b, 12, &self.used.to_ne_bytes());
+        put(&mut b, 16, &self.forced.to_ne_bytes());
+        put(&mut b, 20, &self.token.to_ne_bytes());
+        put(&mut b, 24, &self.alpha.to_ne_bytes());
+        put(&mut b, 32, &self.id.to_ne_bytes());
+        for (i, s) in self.slots.iter().enumerate() {
+            let o = 40 + i * SLOT_SIZE;
+            put(&mut b, o, &s.loss_interval.to_ne_bytes());
+            put(&mut b, o + 8, &s.acked_bytes.to_ne_bytes());
+            put(&mut b, o + 16, &s.cwnd.to_ne_bytes());
+            put(&mut b, o + 20, &s.ssthresh.to_ne_bytes());
+            put(&mut b, o + 24, &s.srtt_us.to_ne_bytes());
+            put(&mut b, o + 28, &s.mss.to_ne_bytes());
+            put(&mut b, o + 32, &s.losses.to_ne_bytes());
+            put(&mut b, o + 36, &s.flags.to_ne_bytes());
+            put(&mut b, o + 40, &s.saddr);
+            put(&mut b, o + 44, &u32::from(s.sport).to_ne_bytes());
+        }
+        b
     }
 }
 
@@ -244,14 +283,50 @@ mod tests {
         b[o + 36..o + 40].copy_from_slice(&(SLOT_USED | SLOT_CAN_SEND).to_ne_bytes());
         b[o + 40..o + 44].copy_from_slice(&[198, 18, 0, 2]);
         b[o + 44..o + 48].copy_from_slice(&40000u32.to_ne_bytes());
-        let c = Conn::decode(&b).unwrap();
+        let c = Conn::decode(0xffff_8880_1234_5000, &b).unwrap();
+        assert_eq!(c.key, 0xffff_8880_1234_5000);
         assert_eq!(c.slots[1].saddr, [198, 18, 0, 2]);
         assert_eq!(c.slots[1].sport, 40000);
         assert_eq!((c.algo, c.subflows, c.id, c.token), (3, 2, 77, 0xfeed));
         assert_eq!(c.slots[1].cwnd, 12);
         assert!(c.slots[1].used() && c.slots[1].can_send());
         assert!(!c.slots[0].used());
-        assert!(Conn::decode(&b[1..]).is_none());
+        assert!(Conn::decode(0, &b[1..]).is_none());
+        // Encoding gives the same bytes back (the lock word is zero here).
+        assert_eq!(c.encode(), b);
+    }
+
+    #[test]
+    fn an_entry_round_trips_through_its_bytes() {
+        let mut c = Conn {
+            key: 9,
+            algo: 1,
+            subflows: 3,
+            used: 0b1000_0011,
+            forced: 1,
+            alpha: 0x1234_5678_9abc,
+            token: 0xdead_beef,
+            id: 1 << 40,
+            ..Conn::default()
+        };
+        for (i, s) in c.slots.iter_mut().enumerate() {
+            let i = i as u32 + 1;
+            *s = Slot {
+                loss_interval: u64::from(i) << 33,
+                acked_bytes: u64::from(i) * 1_000_003,
+                cwnd: i,
+                ssthresh: 2 * i,
+                srtt_us: 3 * i,
+                mss: 1400 + i,
+                losses: 5 * i,
+                flags: i & 7,
+                saddr: [198, 18, i as u8, 2],
+                sport: 40_000 + i as u16,
+            };
+        }
+        let b = c.encode();
+        assert_eq!(b.len(), CONN_SIZE);
+        assert_eq!(Conn::decode(9, &b), Some(c));
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod support;
 
 use pathweave_kernel::bmc::Manager;
 use pathweave_kernel::loader::Loaded;
-use pathweave_kernel::maps::Stat;
+use pathweave_kernel::maps::{Conn, Slot, Stat, SLOTS, SLOT_USED};
 use pathweave_kernel::{Algorithm, Prefix};
 use std::time::Duration;
 use support::{assert_nothing_left, kernel_log, prefix, root_test, wait_for, Bed};
@@ -81,14 +81,27 @@ fn freed_without_release(l: &Loaded, what: &str) -> u64 {
     freed
 }
 
+/// Entries and subflows a test wrote into the map itself, standing in for the kernel (and
+/// not deleted again by the test): the counters cannot know of them.
+#[derive(Clone, Copy, Default)]
+struct Injected {
+    entries: u64,
+    subflows: u64,
+}
+
+/// [`judge_with`] for a map only the controllers wrote.
+fn judge(l: &Loaded, left: usize, what: &str) {
+    judge_with(l, left, what, Injected::default());
+}
+
 /// The counters balance against the map, and every entry left is held by a subflow whose
 /// `release` has not run:
 /// * slots: every registration gave its slot back, or was still registered when its entry
 ///   was reclaimed (connection closed, or stale at a reused address), or holds a slot now;
-/// * entries: every entry created was deleted by its last subflow, reclaimed, found stale,
-///   or is still there;
+/// * entries: every entry started (created, or reset from a stale one) was deleted by its
+///   last subflow, reclaimed, found stale, or is still there;
 /// * a subflow learns of its entry's reclaim at most once (then runs Reno).
-fn judge(l: &Loaded, left: usize, what: &str) {
+fn judge_with(l: &Loaded, left: usize, what: &str, injected: Injected) {
     freed_without_release(l, what);
     let alive = unreleased(l);
     // The counters and the map read together: again while a late release changes them.
@@ -108,12 +121,14 @@ fn judge(l: &Loaded, left: usize, what: &str) {
         }
     }
     assert_eq!(
-        at(Stat::Registered),
+        at(Stat::Registered) + injected.subflows,
         at(Stat::Unregistered) + at(Stat::ReclaimedSubflows) + held,
         "{what}: registrations do not balance"
     );
+    // A stale entry's reset ends the earlier connection's entry and starts the new one's
+    // in its place: it counts on both sides.
     assert_eq!(
-        at(Stat::ConnCreated),
+        at(Stat::ConnCreated) + at(Stat::Stale) + injected.entries,
         at(Stat::ConnDeleted) + at(Stat::Reclaimed) + at(Stat::Stale) + conns.len() as u64,
         "{what}: entries do not balance"
     );
@@ -328,6 +343,244 @@ fn subflows_joining_while_connections_close_leave_nothing_behind() {
             "{left} entries outlive their connections ({open} open): {:?}",
             l.connections().unwrap()
         );
+        drop(bed);
+    }
+    assert_nothing_left(&tag);
+}
+
+/// Polls every 100 ms, up to `secs` seconds, until `f` gives a value.
+fn poll<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    (0..secs * 10).find_map(|_| {
+        let v = f();
+        if v.is_none() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        v
+    })
+}
+
+/// One more short connection, whose first subflow's `init` sweeps the closed connections.
+fn one_more_connection(bed: &Bed) {
+    let out = wait_for(bed.client(1, 1, 16_384, 0.0), 60).expect("one more connection");
+    assert_eq!(out.trim(), "done 1 0");
+}
+
+/// A subflow the kernel frees without `release` keeps its slot, so its connection's last
+/// real subflow does not delete the entry; the connection's close must reclaim it. The test
+/// stands in for the kernel: while a transfer runs, it gives each end's entry a phantom
+/// subflow in the last slot, which nothing will ever release. A second transfer, still
+/// running when the first ends, then ends too: its last subflows' `release` sweeps. (A new
+/// connection would do as well, but its socket is usually allocated at the address the
+/// closed one freed, and then its first subflow resets the entry as stale instead.)
+#[test]
+fn an_entry_whose_subflow_vanished_is_reclaimed_after_its_connection_closes() {
+    let Some(_g) = root_test() else {
+        return;
+    };
+    let p = Prefix::new(&prefix('v')).unwrap();
+    let tag = format!("pwk{}", &p.as_str()[1..]);
+    {
+        let l = Loaded::load(&p).expect("the programs load and register");
+        let bed = Bed::new(&tag, 2, &p.name(Algorithm::Lia));
+        let both_subflows = |n: usize| {
+            poll(20, || {
+                let c = l.connections().unwrap();
+                (c.len() == n && c.iter().all(|c| c.subflows == 2)).then_some(c)
+            })
+        };
+        let mut first = bed.client(1, 1, 0, 30.0);
+        let live = both_subflows(2).expect("both ends hold an entry with two subflows");
+        let mut second = bed.client(1, 1, 0, 30.0);
+        both_subflows(4).expect("and both ends of a second connection");
+        let before = l.stats().unwrap();
+        let phantom = SLOTS - 1;
+        for c in &live {
+            let mut c = c.clone();
+            assert_eq!(c.used & (1 << phantom), 0, "the last slot is free");
+            c.subflows += 1;
+            c.used |= 1 << phantom;
+            c.slots[phantom] = Slot {
+                flags: SLOT_USED,
+                ..Slot::default()
+            };
+            l.write_connection(&c).unwrap();
+        }
+        let phantoms = |now: &[Conn]| {
+            live.iter()
+                .filter(|c| now.iter().any(|n| n.key == c.key && n.token == c.token))
+                .count()
+        };
+        drop(first.stdin.take());
+        let out = wait_for(first, 60).expect("the first transfer ended");
+        assert_eq!(out.trim(), "done 1 0");
+        // The real subflows go; the phantoms keep both entries.
+        std::thread::sleep(Duration::from_millis(500));
+        let now = l.connections().unwrap();
+        assert_eq!(
+            phantoms(&now),
+            2,
+            "the phantoms hold their entries: {now:?}"
+        );
+        drop(second.stdin.take());
+        let out = wait_for(second, 60).expect("the second transfer ended");
+        assert_eq!(out.trim(), "done 1 0");
+        let left = drain(&l, 10, &bed);
+        let after = l.stats().unwrap();
+        let grew = |s: Stat| stat_in(&after, s) - stat_in(&before, s);
+        println!(
+            "phantoms: reclaimed {} entries holding {} subflows, {} stale; {left} entries left; \
+             counters {after:?}",
+            grew(Stat::Reclaimed),
+            grew(Stat::ReclaimedSubflows),
+            grew(Stat::Stale)
+        );
+        assert_eq!(
+            phantoms(&l.connections().unwrap()),
+            0,
+            "the entries of the closed connection outlive it"
+        );
+        assert_eq!(grew(Stat::Stale), 0, "no address was reused");
+        assert!(
+            grew(Stat::Reclaimed) >= 2,
+            "both entries counted as reclaimed"
+        );
+        assert!(
+            grew(Stat::ReclaimedSubflows) >= 2,
+            "the phantoms counted as reclaimed subflows"
+        );
+        judge_with(
+            &l,
+            left,
+            "phantom subflows",
+            Injected {
+                entries: 0,
+                subflows: 2,
+            },
+        );
+        assert_eq!(left, 0, "every connection has ended");
+        drop(bed);
+    }
+    assert_nothing_left(&tag);
+}
+
+/// An entry still at an address when a new connection's socket is allocated there (its own
+/// connection's close missed) is reset by the new connection's first subflow, and the BMC
+/// weights of the earlier connection go with it. The test stands in for the kernel: it
+/// writes such entries at the addresses MPTCP sockets of closed connections had, then opens
+/// connections until the allocator hands one of those addresses out again.
+#[test]
+fn an_entry_left_at_a_reused_address_is_reset_by_the_next_connection_there() {
+    let Some(_g) = root_test() else {
+        return;
+    };
+    let p = Prefix::new(&prefix('r')).unwrap();
+    let tag = format!("pwk{}", &p.as_str()[1..]);
+    {
+        let l = Loaded::load(&p).expect("the programs load and register");
+        let bed = Bed::new(&tag, 1, &p.name(Algorithm::Lia));
+        // Addresses of MPTCP sockets: both ends of eight connections.
+        let mut client = bed.client(8, 8, 0, 30.0);
+        let seen = poll(20, || {
+            let c = l.connections().unwrap();
+            (c.len() >= 16).then_some(c)
+        })
+        .expect("both ends of eight connections hold entries");
+        drop(client.stdin.take());
+        let out = wait_for(client, 60).expect("the transfers ended");
+        assert_eq!(out.trim(), "done 8 0");
+        assert_eq!(
+            drain(&l, 30, &bed),
+            0,
+            "the connections' entries went with them"
+        );
+        const FAKE_ID: u64 = 1 << 62;
+        let fakes: Vec<Conn> = seen
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut f = Conn {
+                    key: c.key,
+                    algo: Algorithm::Lia.id(),
+                    subflows: 1,
+                    used: 1,
+                    // Not the token of the connection that had the address: its close, if
+                    // recorded, must not reclaim this entry.
+                    token: c.token ^ 0xa5a5_a5a5,
+                    id: FAKE_ID + i as u64,
+                    ..Conn::default()
+                };
+                f.slots[0].flags = SLOT_USED;
+                f
+            })
+            .collect();
+        let mut weights = [0u32; SLOTS];
+        weights[0] = 1 << 16;
+        for f in &fakes {
+            l.write_connection(f).unwrap();
+            l.set_weights(f.id, &weights).unwrap();
+        }
+        let before = l.stats().unwrap();
+        let mut tries = 0;
+        let reused = poll(60, || {
+            one_more_connection(&bed);
+            tries += 1;
+            (stat(&l, Stat::Stale) > stat_in(&before, Stat::Stale) || tries >= 200).then_some(())
+        });
+        let after = l.stats().unwrap();
+        let grew = |s: Stat| stat_in(&after, s) - stat_in(&before, s);
+        let now = l.connections().unwrap();
+        let kept: Vec<&Conn> = fakes
+            .iter()
+            .filter(|f| now.iter().any(|n| n.key == f.key && n.token == f.token))
+            .collect();
+        let reset = fakes.len() - kept.len();
+        println!(
+            "{} fake entries; after {tries} connections {reset} reset ({} stale counted), \
+             {} still there",
+            fakes.len(),
+            grew(Stat::Stale),
+            kept.len()
+        );
+        assert!(reused.is_some(), "connections kept coming");
+        assert!(
+            grew(Stat::Stale) >= 1,
+            "none of {tries} new connections reset an entry at one of {} reused addresses",
+            fakes.len()
+        );
+        assert_eq!(
+            grew(Stat::Stale),
+            reset as u64,
+            "every reset is counted once"
+        );
+        assert!(
+            grew(Stat::ReclaimedSubflows) >= reset as u64,
+            "the fake subflows of reset entries counted as reclaimed"
+        );
+        let held = l.weights().unwrap();
+        for f in &fakes {
+            let still = kept.iter().any(|k| k.key == f.key);
+            assert_eq!(
+                held.iter().any(|(id, _)| *id == f.id),
+                still,
+                "connection {:#x}: BMC weights kept {still}",
+                f.key
+            );
+        }
+        // The rest are the test's to remove.
+        for k in &kept {
+            assert!(l.delete_connection(k.key, k.id));
+        }
+        let left = drain(&l, 10, &bed);
+        judge_with(
+            &l,
+            left,
+            "reused addresses",
+            Injected {
+                entries: reset as u64,
+                subflows: reset as u64,
+            },
+        );
+        assert_eq!(left, 0);
         drop(bed);
     }
     assert_nothing_left(&tag);
