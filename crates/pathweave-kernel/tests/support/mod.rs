@@ -62,9 +62,12 @@ pub(crate) fn prefix(tag: char) -> String {
     format!("t{:05}{tag}", std::process::id() % 100_000)
 }
 
+/// argv: "mptcp" or "tcp", the listener's protocol (a plain TCP listener makes an MPTCP
+/// client fall back to TCP).
 pub(crate) const SERVER_PY: &str = r#"
-import socket, threading
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_MPTCP)
+import socket, sys, threading
+proto = socket.IPPROTO_MPTCP if sys.argv[1] == "mptcp" else socket.IPPROTO_TCP
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", 5201))
 s.listen(512)
@@ -135,6 +138,11 @@ pub(crate) struct Bed {
 impl Bed {
     /// Builds the bed with `cc` as both namespaces' default congestion control.
     pub(crate) fn new(tag: &str, paths: usize, cc: &str) -> Bed {
+        Bed::with_listener(tag, paths, cc, "mptcp")
+    }
+
+    /// The same with the server listening on `listener` ("mptcp" or "tcp").
+    pub(crate) fn with_listener(tag: &str, paths: usize, cc: &str, listener: &str) -> Bed {
         let server_ns = format!("{tag}-s");
         let client_ns = format!("{tag}-c");
         let mut bed = Bed {
@@ -199,7 +207,9 @@ impl Bed {
             }
         }
         let mut server = Command::new("ip")
-            .args(["netns", "exec", &server_ns, "python3", "-c", SERVER_PY])
+            .args([
+                "netns", "exec", &server_ns, "python3", "-c", SERVER_PY, listener,
+            ])
             .stdout(Stdio::piped())
             .spawn()
             .expect("start the server");
