@@ -290,7 +290,8 @@ impl Simulation {
         }
     }
 
-    /// The link direction of the `k`-th event ahead in the current run, if it is a link's.
+    /// The link direction of event `k` ahead in the current run (0: the next event), if it
+    /// is a link's.
     #[inline(always)]
     fn link_ahead(&self, k: usize) -> Option<&LinkDir> {
         let l = self.net.sched.ahead(k)?.link_index()?;
@@ -298,12 +299,12 @@ impl Simulation {
     }
 
     /// Prefetch, as a pipeline over the events ahead in the current run, what a link event
-    /// reads, each stage from what the stage before brought in: for the event three ahead its
-    /// link direction's three per-packet lines; for the event two ahead the ring slot at its
-    /// head; for the event after next, reading that slot, the head packet's header and, if
-    /// the packet's route ends there, its flow's entry (two lines). A hint only: an event
-    /// pushed in between, a stale event or a packet that does not arrive yet wastes a
-    /// prefetch and changes nothing else.
+    /// reads, each stage from what the stage before brought in: for the fourth event ahead
+    /// (counting the next as the first) its link direction's three per-packet lines; for the
+    /// third the ring slot at its head; for the second, reading that slot, the head packet's
+    /// header and, if the packet's route ends there, its flow's entry (two lines). A hint
+    /// only: an event pushed in between, a stale event or a packet that does not arrive yet
+    /// wastes a prefetch and changes nothing else.
     #[inline(always)]
     fn prefetch_ahead(&self) {
         if let Some(d) = self.link_ahead(3) {
