@@ -653,6 +653,13 @@ impl Scheduler {
             .pop_until(limit.0)
             .map(|e| (Instant(e.time), e.comp))
     }
+    /// The component of the `k`-th event after the last one handed out, if the current run
+    /// holds it: a hint for prefetching only, since a later push can still come before it.
+    #[inline(always)]
+    pub fn ahead(&self, k: usize) -> Option<ComponentId> {
+        let w = &self.wheel;
+        w.current.get(w.pos + k).map(|e| e.comp)
+    }
     /// The time of the earliest pending event (live or stale), if any.
     pub fn next_time(&self) -> Option<Instant> {
         self.wheel.next_time().map(Instant)

@@ -12,6 +12,7 @@ pub mod event;
 pub mod link;
 pub mod net;
 pub mod packet;
+mod prefetch;
 pub mod quantity;
 pub mod red;
 pub mod results;

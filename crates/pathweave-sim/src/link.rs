@@ -728,6 +728,31 @@ impl LinkDir {
         })
     }
 
+    /// The address of cache line `k` (0 to 3) of this record, for a prefetch hint.
+    #[inline(always)]
+    pub(crate) fn line(&self, k: usize) -> *const u8 {
+        (self as *const Self).cast::<u8>().wrapping_add(64 * k)
+    }
+
+    /// The address of the head slot, if any packet is held, for a prefetch hint.
+    #[inline(always)]
+    pub(crate) fn head_slot(&self) -> Option<*const u8> {
+        (self.ring.len != 0).then(|| {
+            let m = self.ring.buf.len().wrapping_sub(1);
+            self.ring
+                .buf
+                .as_ptr()
+                .wrapping_add(self.ring.head & m)
+                .cast::<u8>()
+        })
+    }
+
+    /// The head packet and its tag, if any packet is held, for a prefetch hint.
+    #[inline(always)]
+    pub(crate) fn head_tag(&self) -> Option<(PacketId, u32)> {
+        self.ring.front().map(|s| (s.pkt, s.hop))
+    }
+
     /// After popping, schedule the next head arrival. An empty ring starts again from its
     /// first slot: the next packets are written where the last ones were, in lines still
     /// likely cached, instead of further round a ring sized for the longest queue so far.

@@ -129,7 +129,7 @@ impl Net {
     /// has reached its destination (the caller frees it). Returns `None`, with the link
     /// re-armed for its next arrival, when no packet is due. Moving a packet on reads only
     /// the link's record of it, not the packet.
-    #[inline]
+    #[inline(always)]
     pub fn link_arrival(&mut self, l: usize) -> Option<Option<PacketId>> {
         let link = &mut self.links[l];
         let Some(a) = link.pop_arrived(self.now) else {
@@ -149,6 +149,24 @@ impl Net {
             self.counters.delivered += 1;
             Some(Some(a.pkt))
         }
+    }
+
+    /// The link direction after hop position `hop`, or `None` where the route ends (a
+    /// prefetch hint's lookup).
+    #[inline(always)]
+    pub(crate) fn next_link(&self, hop: u32) -> Option<usize> {
+        match self.hops.get(hop as usize + 1) {
+            Some(&l) if l != Self::END => Some(l as usize),
+            _ => None,
+        }
+    }
+
+    /// For each hop position, the flow of its route, given each route's flow.
+    pub(crate) fn hop_flows(&self, route_flow: &[u32]) -> Vec<u32> {
+        self.hop_route
+            .iter()
+            .map(|&r| route_flow[r as usize])
+            .collect()
     }
 
     /// Packets currently inside links.

@@ -206,6 +206,11 @@ impl PacketPool {
         }
         p
     }
+    /// The address of a packet's header, for a prefetch hint.
+    #[inline(always)]
+    pub(crate) fn header_addr(&self, id: PacketId) -> *const u8 {
+        self.slots.as_ptr().wrapping_add(id.0 as usize).cast::<u8>()
+    }
     /// Packets currently alive.
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()
