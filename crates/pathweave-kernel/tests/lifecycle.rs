@@ -10,7 +10,7 @@ use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::maps::{Conn, Slot, Stat, SLOTS, SLOT_USED};
 use pathweave_kernel::{Algorithm, Prefix};
 use std::time::Duration;
-use support::{assert_nothing_left, kernel_log, prefix, root_test, wait_for, Bed};
+use support::{assert_nothing_left, kernel_log, prefix, root_setup, root_test, wait_for, Bed};
 
 fn stat(l: &Loaded, s: Stat) -> u64 {
     stat_in(&l.stats().unwrap(), s)
@@ -147,11 +147,9 @@ fn judge_with(l: &Loaded, left: usize, what: &str, injected: Injected) {
 
 #[test]
 fn a_thousand_connections_opened_and_closed_leave_the_map_empty() {
-    let Some(_g) = root_test() else {
+    let Some((_g, p, tag)) = root_setup('a') else {
         return;
     };
-    let p = Prefix::new(&prefix('a')).unwrap();
-    let tag = format!("pwk{}", &p.as_str()[1..]);
     {
         let l = Loaded::load(&p).expect("the programs load and register");
         let bed = Bed::new(&tag, 2, &p.name(Algorithm::Lia));
@@ -278,11 +276,9 @@ fn sixty_four_connections_with_subflows_joining_and_leaving_run_clean() {
 
 #[test]
 fn subflows_joining_while_connections_close_leave_nothing_behind() {
-    let Some(_g) = root_test() else {
+    let Some((_g, p, tag)) = root_setup('j') else {
         return;
     };
-    let p = Prefix::new(&prefix('j')).unwrap();
-    let tag = format!("pwk{}", &p.as_str()[1..]);
     {
         let l = Loaded::load(&p).expect("the programs load and register");
         let bed = Bed::new(&tag, 3, &p.name(Algorithm::Lia));
@@ -374,11 +370,9 @@ fn one_more_connection(bed: &Bed) {
 /// closed one freed, and then its first subflow resets the entry as stale instead.)
 #[test]
 fn an_entry_whose_subflow_vanished_is_reclaimed_after_its_connection_closes() {
-    let Some(_g) = root_test() else {
+    let Some((_g, p, tag)) = root_setup('v') else {
         return;
     };
-    let p = Prefix::new(&prefix('v')).unwrap();
-    let tag = format!("pwk{}", &p.as_str()[1..]);
     {
         let l = Loaded::load(&p).expect("the programs load and register");
         let bed = Bed::new(&tag, 2, &p.name(Algorithm::Lia));
@@ -470,11 +464,9 @@ fn an_entry_whose_subflow_vanished_is_reclaimed_after_its_connection_closes() {
 /// connections until the allocator hands one of those addresses out again.
 #[test]
 fn an_entry_left_at_a_reused_address_is_reset_by_the_next_connection_there() {
-    let Some(_g) = root_test() else {
+    let Some((_g, p, tag)) = root_setup('r') else {
         return;
     };
-    let p = Prefix::new(&prefix('r')).unwrap();
-    let tag = format!("pwk{}", &p.as_str()[1..]);
     {
         let l = Loaded::load(&p).expect("the programs load and register");
         let bed = Bed::new(&tag, 1, &p.name(Algorithm::Lia));

@@ -9,8 +9,8 @@ mod support;
 
 use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::maps::Stat;
-use pathweave_kernel::{Algorithm, Prefix};
-use support::{assert_nothing_left, prefix, root_test, run, wait_for, Bed};
+use pathweave_kernel::Algorithm;
+use support::{assert_nothing_left, root_setup, run, wait_for, Bed};
 
 fn stat(l: &Loaded, s: Stat) -> u64 {
     l.stats()
@@ -139,11 +139,9 @@ fn halves_its_window(tag: &str, name: &str, listener: &str, client: &str, kind: 
 
 #[test]
 fn every_controller_on_plain_tcp_halves_its_window_on_loss() {
-    let Some(_g) = root_test() else {
+    let Some((_g, p, tag)) = root_setup('p') else {
         return;
     };
-    let p = Prefix::new(&prefix('p')).unwrap();
-    let tag = format!("pwk{}", &p.as_str()[1..]);
     {
         let l = Loaded::load(&p).expect("the programs load");
         for algo in Algorithm::ALL {
@@ -161,11 +159,9 @@ fn every_controller_on_plain_tcp_halves_its_window_on_loss() {
 /// subflow: each controller runs Reno's rule on it, and its entry goes with it.
 #[test]
 fn every_controller_on_a_connection_fallen_back_to_tcp_halves_its_window_on_loss() {
-    let Some(_g) = root_test() else {
+    let Some((_g, p, tag)) = root_setup('f') else {
         return;
     };
-    let p = Prefix::new(&prefix('f')).unwrap();
-    let tag = format!("pwk{}", &p.as_str()[1..]);
     {
         let l = Loaded::load(&p).expect("the programs load");
         for algo in Algorithm::ALL {

@@ -57,6 +57,21 @@ pub(crate) fn run(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A root test's guard (see [`root_test`]), its controllers' prefix and the tag its
+/// namespaces carry; None, with the reason printed, where root tests cannot run.
+pub(crate) fn root_setup(
+    letter: char,
+) -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    pathweave_kernel::Prefix,
+    String,
+)> {
+    let guard = root_test()?;
+    let p = pathweave_kernel::Prefix::new(&prefix(letter)).unwrap();
+    let tag = format!("pwk{}", &p.as_str()[1..]);
+    Some((guard, p, tag))
+}
+
 /// A test-unique prefix of at most 7 characters: `t`, 5 digits of the pid, a letter.
 pub(crate) fn prefix(tag: char) -> String {
     format!("t{:05}{tag}", std::process::id() % 100_000)
