@@ -10,6 +10,7 @@ use crate::names::{Algorithm, Prefix, PIN_ROOT};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 // The generated skeleton: maps, programs and the five struct_ops tables of pw.bpf.c.
@@ -218,6 +219,17 @@ impl Loaded {
     /// Writes BMC weights for connection `id`.
     pub fn set_weights(&self, id: u64, w: &[u32; maps::SLOTS]) -> Result<(), KernelError> {
         write_weights(&self.skel.maps.pw_bmc_weights, id, w)
+    }
+
+    /// Runs of `pw_conn_close` the kernel skipped because the program would have nested in
+    /// itself on one CPU: connection closes not recorded, whose entries a sweep then cannot
+    /// reclaim (see docs/kernel.md, "How connection state lives and dies").
+    pub fn closes_not_recorded(&self) -> Result<u64, KernelError> {
+        let id = libbpf_rs::Program::id_from_fd(self.skel.progs.pw_conn_close.as_fd())
+            .map_err(bpf_err("reading pw_conn_close's id"))?;
+        Ok(libbpf_rs::query::ProgInfoIter::default()
+            .find(|info| info.id == id)
+            .map_or(0, |info| info.recursion_misses))
     }
 
     /// Writes the entry `c` at `c.key`, under the entry's lock. The controllers own this map:

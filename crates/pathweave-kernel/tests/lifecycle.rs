@@ -75,7 +75,9 @@ fn freed_without_release(l: &Loaded, what: &str) -> u64 {
     if freed > 0 {
         println!(
             "{what}: at least {freed} subflows were freed without release ({alive} not \
-             released, {allocated} TCP sockets on the machine)"
+             released, {allocated} TCP sockets on the machine); {} connection closes not \
+             recorded (pw_conn_close skipped)",
+            l.closes_not_recorded().unwrap()
         );
     }
     freed
@@ -327,16 +329,20 @@ fn subflows_joining_while_connections_close_leave_nothing_behind() {
         let open = bed.open_connections();
         println!(
             "after one more connection: {left} entries left, {open} connections open; \
-             reclaimed {} entries holding {} subflows, {} stale, {} joins refused",
+             reclaimed {} entries holding {} subflows, {} stale, {} joins refused, {} closes \
+             not recorded",
             stat(&l, Stat::Reclaimed),
             stat(&l, Stat::ReclaimedSubflows),
             stat(&l, Stat::Stale),
-            stat(&l, Stat::ConnGone)
+            stat(&l, Stat::ConnGone),
+            l.closes_not_recorded().unwrap()
         );
         judge(&l, left, "joins while closing, one more connection");
         assert!(
             left <= open,
-            "{left} entries outlive their connections ({open} open): {:?}",
+            "{left} entries outlive their connections ({open} open; {} closes not recorded): \
+             {:?}",
+            l.closes_not_recorded().unwrap(),
             l.connections().unwrap()
         );
         drop(bed);
