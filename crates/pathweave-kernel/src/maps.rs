@@ -219,9 +219,7 @@ impl Conn {
             slots,
         })
     }
-}
 
-impl Conn {
     /// Encodes the entry as a `struct pw_conn` (the spin lock's word zero; the key is not
     /// part of the value).
     pub fn encode(&self) -> Vec<u8> {
