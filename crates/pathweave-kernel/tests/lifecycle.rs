@@ -10,16 +10,10 @@ use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::maps::{Conn, Slot, Stat, SLOTS, SLOT_USED};
 use pathweave_kernel::{Algorithm, Prefix};
 use std::time::Duration;
-use support::{assert_nothing_left, kernel_log, prefix, root_setup, root_test, wait_for, Bed};
-
-fn stat(l: &Loaded, s: Stat) -> u64 {
-    stat_in(&l.stats().unwrap(), s)
-}
-
-/// Counter `s` in a reading of the counters.
-fn stat_in(stats: &[(Stat, u64)], s: Stat) -> u64 {
-    stats.iter().find(|(k, _)| *k == s).map_or(0, |(_, v)| *v)
-}
+use support::{
+    assert_nothing_left, kernel_log, poll, prefix, root_setup, root_test, stat, stat_in, wait_for,
+    Bed,
+};
 
 /// Sockets the controllers initialised whose `release` has not run, leaving out those
 /// initialised already closed: the kernel destroyed them before `init` and no `release`
@@ -348,17 +342,6 @@ fn subflows_joining_while_connections_close_leave_nothing_behind() {
         drop(bed);
     }
     assert_nothing_left(&tag);
-}
-
-/// Polls every 100 ms, up to `secs` seconds, until `f` gives a value.
-fn poll<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    (0..secs * 10).find_map(|_| {
-        let v = f();
-        if v.is_none() {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        v
-    })
 }
 
 /// One more short connection, whose first subflow's `init` sweeps the closed connections.

@@ -10,15 +10,7 @@ mod support;
 use pathweave_kernel::loader::Loaded;
 use pathweave_kernel::maps::Stat;
 use pathweave_kernel::Algorithm;
-use support::{assert_nothing_left, root_setup, run, wait_for, Bed};
-
-fn stat(l: &Loaded, s: Stat) -> u64 {
-    l.stats()
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| *k == s)
-        .map_or(0, |(_, v)| v)
-}
+use support::{assert_nothing_left, poll, root_setup, run, stat, wait_for, Bed};
 
 /// Sends for 5 s on a TCP socket (argv: "tcp", or "mptcp" for an MPTCP socket, which falls
 /// back to TCP against the plain listener) and samples TCP_INFO every millisecond; prints
@@ -167,15 +159,9 @@ fn every_controller_on_a_connection_fallen_back_to_tcp_halves_its_window_on_loss
         for algo in Algorithm::ALL {
             halves_its_window(&tag, &p.name(algo), "tcp", "mptcp", "fallback");
         }
-        let left = (0..100)
-            .map(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                l.connections().unwrap().len()
-            })
-            .find(|n| *n == 0);
-        assert_eq!(
-            left,
-            Some(0),
+        let gone = poll(10, || l.connections().unwrap().is_empty().then_some(()));
+        assert!(
+            gone.is_some(),
             "the fallen-back connections' entries are gone"
         );
         println!("counters after fallback: {:?}", l.stats().unwrap());

@@ -72,6 +72,30 @@ pub(crate) fn root_setup(
     Some((guard, p, tag))
 }
 
+/// Counter `s` of a load, read now.
+pub(crate) fn stat(l: &pathweave_kernel::loader::Loaded, s: pathweave_kernel::maps::Stat) -> u64 {
+    stat_in(&l.stats().unwrap(), s)
+}
+
+/// Counter `s` in a reading of the counters.
+pub(crate) fn stat_in(
+    stats: &[(pathweave_kernel::maps::Stat, u64)],
+    s: pathweave_kernel::maps::Stat,
+) -> u64 {
+    stats.iter().find(|(k, _)| *k == s).map_or(0, |(_, v)| *v)
+}
+
+/// Polls every 100 ms, up to `secs` seconds, until `f` gives a value.
+pub(crate) fn poll<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    (0..secs * 10).find_map(|_| {
+        let v = f();
+        if v.is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        v
+    })
+}
+
 /// A test-unique prefix of at most 7 characters: `t`, 5 digits of the pid, a letter.
 pub(crate) fn prefix(tag: char) -> String {
     format!("t{:05}{tag}", std::process::id() % 100_000)
