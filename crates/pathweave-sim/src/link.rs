@@ -21,7 +21,7 @@
 use crate::event::{ComponentId, Scheduler, Timer};
 use crate::packet::PacketId;
 use crate::red::{Red, RedParams, Verdict};
-use crate::rng::Stream;
+use crate::rng::LazyStream;
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
 
 /// A drop-tail buffer limit.
@@ -346,11 +346,14 @@ struct RareCounts {
 /// The parts of a link direction that the common per-packet path does not touch.
 struct Cold {
     rate: Bandwidth,
-    red: Option<Red>,
+    /// Boxed: its table of decay powers is 512 bytes, and few links run RED (at 10,000 flows
+    /// an unboxed one made every link direction's cold part about 1 KB).
+    red: Option<Box<Red>>,
     loss: LossModel,
     /// Gilbert–Elliott channel state: true while bad.
     channel_bad: bool,
-    rng: Stream,
+    /// Built on the first draw: a drop-tail link without loss never draws.
+    rng: LazyStream,
 }
 
 /// One direction of a link.
@@ -392,11 +395,11 @@ pub struct LinkDir {
 
 impl LinkDir {
     /// A link direction that is idle at time zero.
-    pub fn new(spec: &LinkDirSpec, id: ComponentId, rng: Stream) -> Self {
+    pub fn new(spec: &LinkDirSpec, id: ComponentId, rng: LazyStream) -> Self {
         let (admit, red) = match &spec.queue {
             QueueSpec::DropTail(Limit::Packets(n)) => (Admit::Packets(*n), None),
             QueueSpec::DropTail(Limit::Bytes(b)) => (Admit::Bytes(*b), None),
-            QueueSpec::Red(p) => (Admit::Red, Some(Red::new(*p, spec.rate))),
+            QueueSpec::Red(p) => (Admit::Red, Some(Box::new(Red::new(*p, spec.rate)))),
         };
         LinkDir {
             ring: Ring::default(),
@@ -479,7 +482,7 @@ impl LinkDir {
     /// its cold part.
     pub fn red_average(&self) -> Option<f64> {
         match self.admit {
-            Admit::Red => self.cold.red.as_ref().map(Red::average),
+            Admit::Red => self.cold.red.as_deref().map(Red::average),
             Admit::Packets(_) | Admit::Bytes(_) => None,
         }
     }
@@ -786,7 +789,7 @@ mod tests {
             loss: LossModel::None,
         };
         let id = ComponentId::new(Kind::Link, 0);
-        let l = LinkDir::new(&spec, id, Stream::new(1, Purpose::Link, 0));
+        let l = LinkDir::new(&spec, id, LazyStream::new(1, Purpose::Link, 0));
         (l, Scheduler::new())
     }
 

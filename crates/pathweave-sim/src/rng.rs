@@ -24,15 +24,19 @@ fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The ChaCha8 seed of component `index`'s stream for `purpose` under scenario seed `seed`.
+fn stream_seed(seed: u64, purpose: Purpose, index: usize) -> u64 {
+    let tag = match purpose {
+        Purpose::Link => 1u64,
+        Purpose::Flow => 2u64,
+    };
+    splitmix64(splitmix64(seed) ^ splitmix64((tag << 40) ^ index as u64))
+}
+
 impl Stream {
     /// The stream of component `index` for `purpose` under scenario seed `seed`.
     pub fn new(seed: u64, purpose: Purpose, index: usize) -> Self {
-        let tag = match purpose {
-            Purpose::Link => 1u64,
-            Purpose::Flow => 2u64,
-        };
-        let s = splitmix64(splitmix64(seed) ^ splitmix64((tag << 40) ^ index as u64));
-        Stream(ChaCha8Rng::seed_from_u64(s))
+        Stream(ChaCha8Rng::seed_from_u64(stream_seed(seed, purpose, index)))
     }
     /// A uniform draw in the open interval (0, 1).
     pub fn uniform(&mut self) -> f64 {
@@ -42,6 +46,37 @@ impl Stream {
     /// An exponential draw with the given mean.
     pub fn exponential(&mut self, mean: f64) -> f64 {
         -mean * self.uniform().ln()
+    }
+}
+
+/// A stream built on its first draw: the same draws as [`Stream::new`] with the same
+/// arguments, for components that may never draw (a drop-tail link without loss), which then
+/// hold 16 bytes instead of the generator's 300-odd.
+#[derive(Clone, Debug)]
+pub struct LazyStream {
+    seed: u64,
+    stream: Option<Box<Stream>>,
+}
+
+impl LazyStream {
+    /// The stream [`Stream::new`] gives for these arguments, not yet built.
+    pub fn new(seed: u64, purpose: Purpose, index: usize) -> Self {
+        LazyStream {
+            seed: stream_seed(seed, purpose, index),
+            stream: None,
+        }
+    }
+    /// The stream, built now if this is its first use.
+    #[inline]
+    pub fn get(&mut self) -> &mut Stream {
+        let seed = self.seed;
+        self.stream
+            .get_or_insert_with(|| Box::new(Stream(ChaCha8Rng::seed_from_u64(seed))))
+    }
+    /// A uniform draw in the open interval (0, 1), as [`Stream::uniform`].
+    #[inline]
+    pub fn uniform(&mut self) -> f64 {
+        self.get().uniform()
     }
 }
 
@@ -63,6 +98,18 @@ mod tests {
         assert_ne!(xa, xc);
         assert_ne!(xa, xd);
         assert!(xa.iter().all(|&x| x > 0.0 && x < 1.0));
+    }
+
+    #[test]
+    fn a_lazy_stream_draws_what_the_stream_draws() {
+        for (seed, purpose, index) in [(1, Purpose::Link, 0), (9, Purpose::Link, 40_001)] {
+            let mut eager = Stream::new(seed, purpose, index);
+            let mut lazy = LazyStream::new(seed, purpose, index);
+            assert!(lazy.stream.is_none());
+            let a: Vec<f64> = (0..8).map(|_| eager.uniform()).collect();
+            let b: Vec<f64> = (0..8).map(|_| lazy.uniform()).collect();
+            assert_eq!(a, b);
+        }
     }
 
     #[test]

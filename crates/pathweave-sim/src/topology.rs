@@ -7,7 +7,7 @@
 use crate::event::{ComponentId, Kind, Scheduler};
 use crate::link::LinkDir;
 use crate::results::{jain_index, FlowTable, GroupFairness, LinkSeries, LinkTable};
-use crate::rng::{Purpose, Stream};
+use crate::rng::{LazyStream, Purpose};
 use crate::scenario::{Columns, LinkChange, Scenario, SubflowSpec};
 use pathweave_cc::{Bytes, Duration, Instant};
 use std::collections::BTreeMap;
@@ -22,7 +22,7 @@ pub fn build_links(scenario: &Scenario, seed: u64) -> Vec<LinkDir> {
             links.push(LinkDir::new(
                 spec,
                 ComponentId::new(Kind::Link, i),
-                Stream::new(seed, Purpose::Link, i),
+                LazyStream::new(seed, Purpose::Link, i),
             ));
         }
     }
