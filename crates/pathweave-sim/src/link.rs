@@ -112,6 +112,10 @@ struct Slot {
     lost: bool,
 }
 
+/// Slots above which an emptied ring gives its room back (8 KB); smaller rings keep theirs,
+/// so a link whose queue comes and goes does not reallocate each time.
+const RING_TRIM_ABOVE: usize = 256;
+
 /// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full. Positions
 /// are masked with `buf.len() - 1`, not a stored mask: the bounds check loads the length
 /// anyway.
@@ -163,6 +167,16 @@ impl Ring {
         buf.extend((0..self.len).map(|i| *self.at(i)));
         buf.resize(cap, fill);
         self.buf = buf;
+        self.head = 0;
+    }
+    /// Give back the room of an empty ring that once held more than [`RING_TRIM_ABOVE`]
+    /// packets: a ring keeps the size of its longest queue so far, so without this the
+    /// access links of a many-flow run hold what their first slow start's bursts needed.
+    #[cold]
+    #[inline(never)]
+    fn trim_empty(&mut self) {
+        debug_assert_eq!(self.len, 0);
+        self.buf = Vec::new();
         self.head = 0;
     }
     /// Remove the front entry; `len > 0`.
@@ -767,7 +781,12 @@ impl LinkDir {
                     self.timer.arm(head.arrive, self.id, sched);
                 }
             }
-            None => self.ring.head = 0,
+            None => {
+                self.ring.head = 0;
+                if self.ring.buf.len() > RING_TRIM_ABOVE {
+                    self.ring.trim_empty();
+                }
+            }
         }
     }
 }
@@ -796,8 +815,46 @@ mod tests {
     /// The packet `pkt` reaches the far end at `t` exactly.
     fn arrives_at(l: &mut LinkDir, pkt: u32, t: u64) {
         assert!(l.pop_arrived(Instant(t - 1)).is_none(), "{pkt} before {t}");
-        let a = l.pop_arrived(Instant(t)).expect("an arrival");
+        let a = l
+            .pop_arrived(Instant(t))
+            .unwrap_or_else(|| panic!("{pkt} not arrived at {t}"));
         assert_eq!(a.pkt, PacketId(pkt));
+    }
+
+    /// A ring that held more than `RING_TRIM_ABOVE` packets gives its room back when it
+    /// empties, and carries the next packets as before; a smaller one keeps its room.
+    #[test]
+    fn an_emptied_long_queue_gives_its_room_back() {
+        let spec = LinkDirSpec {
+            rate: Bandwidth::from_bps(8_000_000),
+            delay: Duration(10 * MS),
+            queue: QueueSpec::DropTail(Limit::Packets(1000)),
+            loss: LossModel::None,
+        };
+        let id = ComponentId::new(Kind::Link, 0);
+        let mut l = LinkDir::new(&spec, id, LazyStream::new(1, Purpose::Link, 0));
+        let mut s = Scheduler::new();
+        let mut t0 = 0;
+        for (n, kept) in [(300u32, false), (200, true)] {
+            for k in 0..n {
+                l.offer(PacketId(k), 1000, 0, Instant(t0), &mut s);
+            }
+            let room = l.ring.buf.len();
+            assert!(room >= n as usize);
+            // Packet k ends its transmission (k + 1) ms after t0 and arrives 10 ms later.
+            for k in 0..n {
+                arrives_at(&mut l, k, t0 + (k as u64 + 11) * MS);
+                l.rearm(&mut s);
+            }
+            assert_eq!(l.ring.len, 0);
+            let left = if kept { room } else { 0 };
+            assert_eq!(l.ring.buf.len(), left, "{n} packets");
+            t0 += (n as u64 + 20) * MS;
+            l.offer(PacketId(n), 1000, 0, Instant(t0), &mut s);
+            arrives_at(&mut l, n, t0 + 11 * MS);
+            l.rearm(&mut s);
+            t0 += 20 * MS;
+        }
     }
 
     /// A packet on the wire when the link goes down finishes as planned; the packet behind

@@ -80,6 +80,10 @@ impl Reorder {
             self.count -= 1;
             self.next += 1;
         }
+        if in_order > 0 && self.count == 0 {
+            // A hole filled and nothing left held: the end of a loss event's reordering.
+            super::subflow::trim(&mut self.held);
+        }
         Some(in_order)
     }
 }

@@ -543,6 +543,7 @@ impl Subflow {
         data: &mut DataSource,
     ) {
         let now = net.now;
+        trim(&mut self.segs);
         self.in_recovery = true;
         self.recover = Some(self.snd_max - 1);
         self.partial_seen = false;
@@ -727,6 +728,7 @@ impl Subflow {
         if self.snd_una == self.snd_max {
             return;
         }
+        trim(&mut self.segs);
         let repeated = self.rto_seq == Some(self.snd_una);
         self.stats.timeouts += 1;
         if !repeated {
@@ -761,6 +763,23 @@ impl Subflow {
         self.transmit(self.snd_una, net);
         self.rto_at = Some(now + self.rtt.rto()); // (5.5)–(5.6)
         let _ = data;
+    }
+}
+
+/// Records a deque keeps room for whatever it held before: below this, spare room is kept.
+pub(crate) const TRIM_FLOOR: usize = 64;
+
+/// Give back most of a deque's spare room once it holds less than a quarter of its capacity
+/// (and more than [`TRIM_FLOOR`] records would fit): a `VecDeque` keeps the capacity of the
+/// most it ever held, so without this a run's memory follows the largest windows and
+/// reordering of its past, not its present — at 10,000 flows, slow start's early overshoot
+/// held several times the records in use. Called once per loss event, so each shrink (one
+/// copy of what is held) is paid for by the window's fall, and the factor-of-four band keeps
+/// a window's ordinary sawtooth from shrinking and growing the deque in turn.
+pub(crate) fn trim<T>(records: &mut VecDeque<T>) {
+    let keep = records.len().max(TRIM_FLOOR);
+    if records.capacity() > 4 * keep {
+        records.shrink_to(2 * keep);
     }
 }
 
@@ -828,7 +847,33 @@ mod layout {
 
 #[cfg(test)]
 mod tests {
-    use super::{prr_sndcnt, Prr};
+    use super::{prr_sndcnt, trim, Prr, TRIM_FLOOR};
+    use std::collections::VecDeque;
+
+    #[test]
+    fn trimming_keeps_the_records_and_gives_back_room_below_a_quarter() {
+        let mut d: VecDeque<u64> = (0..4096).collect();
+        d.drain(..4000);
+        trim(&mut d);
+        // 96 held, the floor 64: capacity falls to about 192, far below the 4096 it had.
+        assert!(
+            d.capacity() >= 192 && d.capacity() < 512,
+            "{}",
+            d.capacity()
+        );
+        assert!(d.iter().copied().eq(4000..4096));
+        // A quarter or more of the capacity in use: nothing moves.
+        let cap = d.capacity();
+        d.drain(..40);
+        trim(&mut d);
+        assert_eq!(d.capacity(), cap);
+        // Within four floors nothing is trimmed either, however little is held.
+        let mut small: VecDeque<u64> = VecDeque::with_capacity(4 * TRIM_FLOOR);
+        small.push_back(1);
+        let cap = small.capacity();
+        trim(&mut small);
+        assert_eq!(small.capacity(), cap);
+    }
 
     /// A window of 20 segments, the first lost, ssthresh 10 (RFC 6937's setting: Reno halving
     /// after one loss). Each duplicate ACK delivers one segment. While the flight is above
