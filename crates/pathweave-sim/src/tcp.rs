@@ -632,6 +632,35 @@ impl TcpSender {
         &self.cc.cc
     }
 
+    /// The lines of this record a sample reads, for a prefetch hint: the first (the
+    /// subflows' and counters' fields) and the control's, from its window table's pointer to
+    /// the end of the controller (an uncoupled controller keeps its paths' pointer at the
+    /// end of a 200-byte enum).
+    #[inline(always)]
+    pub(crate) fn sample_lines(&self) -> [*const u8; 5] {
+        let a = (self as *const Self).cast::<u8>();
+        let cc = std::mem::offset_of!(TcpSender, cc);
+        let end = cc + std::mem::size_of::<Control>() - 1;
+        let mid = (cc + end) / 2;
+        [
+            a,
+            a.wrapping_add(cc),
+            a.wrapping_add(mid),
+            a.wrapping_add(mid + 64),
+            a.wrapping_add(end),
+        ]
+    }
+
+    /// The lines a sample reads behind this record's pointers (the first subflow's sampled
+    /// line, the window table and the controller's paths), for a prefetch hint: reading the
+    /// pointers is cheap once [`TcpSender::sample_lines`] were fetched.
+    #[inline(always)]
+    pub(crate) fn sample_heap_lines(&self) -> [*const u8; 3] {
+        let sub = self.subs.as_ptr().cast::<u8>().wrapping_add(64);
+        let windows = self.cc.windows.as_ptr().cast::<u8>();
+        [sub, windows, self.cc.cc.state_addr().unwrap_or(windows)]
+    }
+
     /// The subflows.
     pub fn subflows(&self) -> &[Subflow] {
         &self.subs

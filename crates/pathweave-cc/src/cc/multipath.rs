@@ -135,6 +135,13 @@ impl<C: Controller + Clone> Uncoupled<C> {
     fn path(&mut self, p: PathId) -> Option<&mut C> {
         self.paths.get_mut(p.0 as usize).and_then(Option::as_mut)
     }
+
+    /// Where the first path's controller lives (it is held apart from `self`), for a host
+    /// that wants to hint its cache before reading the controller's metrics. Only an address:
+    /// nothing is read through it here.
+    pub fn paths_addr(&self) -> *const u8 {
+        self.paths.as_ptr().cast()
+    }
 }
 
 fn view(paths: &Paths<'_>, p: PathId) -> PathView {

@@ -78,6 +78,16 @@ macro_rules! dispatch {
 }
 
 impl AnyMultipathController {
+    /// Where this controller keeps per-path state held apart from it (an uncoupled
+    /// controller's paths), if anywhere, for a host's cache hint before it reads the metrics
+    /// of many controllers in turn. Only an address: nothing is read through it here.
+    pub fn state_addr(&self) -> Option<*const u8> {
+        match self {
+            AnyMultipathController::Uncoupled(u) => Some(u.paths_addr()),
+            AnyMultipathController::Aimd(u) => Some(u.paths_addr()),
+            _ => None,
+        }
+    }
     /// Which algorithm this is.
     pub fn algorithm(&self) -> Algorithm {
         match self {
