@@ -801,10 +801,15 @@ mod tests {
 
     /// 8 Mbit/s (1000 bytes in 1 ms), 10 ms of delay, room for everything.
     fn link() -> (LinkDir, Scheduler) {
+        link_holding(100)
+    }
+
+    /// [`link`] with a drop-tail queue of `limit` packets.
+    fn link_holding(limit: u32) -> (LinkDir, Scheduler) {
         let spec = LinkDirSpec {
             rate: Bandwidth::from_bps(8_000_000),
             delay: Duration(10 * MS),
-            queue: QueueSpec::DropTail(Limit::Packets(100)),
+            queue: QueueSpec::DropTail(Limit::Packets(limit)),
             loss: LossModel::None,
         };
         let id = ComponentId::new(Kind::Link, 0);
@@ -825,15 +830,7 @@ mod tests {
     /// empties, and carries the next packets as before; a smaller one keeps its room.
     #[test]
     fn an_emptied_long_queue_gives_its_room_back() {
-        let spec = LinkDirSpec {
-            rate: Bandwidth::from_bps(8_000_000),
-            delay: Duration(10 * MS),
-            queue: QueueSpec::DropTail(Limit::Packets(1000)),
-            loss: LossModel::None,
-        };
-        let id = ComponentId::new(Kind::Link, 0);
-        let mut l = LinkDir::new(&spec, id, LazyStream::new(1, Purpose::Link, 0));
-        let mut s = Scheduler::new();
+        let (mut l, mut s) = link_holding(1000);
         let mut t0 = 0;
         for (n, kept) in [(300u32, false), (200, true)] {
             for k in 0..n {
