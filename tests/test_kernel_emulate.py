@@ -31,6 +31,7 @@ import sys
 import textwrap
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,20 +154,41 @@ def _doc(name: str, seconds: float, algorithm: str, linux_arithmetic: bool) -> d
 LINUX_ARITHMETIC = {"lia", "olia", "balia"}
 
 
+def _on_time(label: str, run: Callable[[], EmulatedResult]) -> EmulatedResult:
+    """The result of `run`, which must be one the emulator kept on time: a run it could not
+    keep on time measures the machine, not the controllers. One more run is allowed when the
+    first was late, as the host of a 2-vCPU VM has busy spells of a minute or so (seen right
+    after large builds, with p99 lateness of 1-3 ms against the usual 0.15); the late run's
+    figures are printed, and a second late run fails the test."""
+    res = run()
+    if not res.reliable:
+        print(f"{label}: not on time ({res.emulation['unreliable_because']}); once more")
+        time.sleep(5.0)
+        res = run()
+    assert res.reliable, res.emulation["unreliable_because"]
+    return res
+
+
 @functools.cache
 def _emulated(name: str, seconds: float, algorithm: str) -> EmulatedResult:
     doc = _doc(name, seconds, algorithm, linux_arithmetic=False)
     sc = pathweave.parse(tomli_w.dumps(doc), f"{name} x{COPIES} ({algorithm})")
-    res = emulate(sc, 1)
+
+    def run() -> EmulatedResult:
+        res = emulate(sc, 1)
+        rep = res.emulation
+        counters = rep["controller_counters"]
+        print(
+            f"{name} {algorithm}: {sorted(set(rep['kernel_algorithms']))} "
+            f"p99 lateness {rep['lateness']['p99_ms']:.3f} ms, "
+            f"p99 intake wait {rep['intake_wait']['p99_ms']:.3f} ms, "
+            f"reliable {rep['reliable']}; "
+            f"controllers {', '.join(f'{k} {v}' for k, v in counters.items() if v)}"
+        )
+        return res
+
+    res = _on_time(f"{name} {algorithm}", run)
     rep = res.emulation
-    print(
-        f"{name} {algorithm}: {sorted(set(rep['kernel_algorithms']))} "
-        f"p99 lateness {rep['lateness']['p99_ms']:.3f} ms, "
-        f"p99 intake wait {rep['intake_wait']['p99_ms']:.3f} ms, reliable {rep['reliable']}; "
-        f"controllers {', '.join(f'{k} {v}' for k, v in rep['controller_counters'].items() if v)}"
-    )
-    # A run the emulator could not keep on time measures the machine, not the controllers.
-    assert res.reliable, rep["unreliable_because"]
     if rep["controllers_prefix"]:
         # Both subflows of every copy's connection took a slot in the coupled state.
         counters = rep["controller_counters"]
@@ -489,8 +511,7 @@ def test_one_subflow_of_each_controller_matches_reno(tmp_path: Path) -> None:
         doc["flow"][k]["algorithm"] = algorithm
     path = tmp_path / "one-subflow.toml"
     path.write_text(tomli_w.dumps(doc), encoding="utf-8")
-    res = emulate(path)
-    assert res.reliable, res.emulation["unreliable_because"]
+    res = _on_time("one subflow", lambda: emulate(path))
     kernel = res.emulation["kernel_algorithms"]
     s = res.flow_series
     steady = {}
