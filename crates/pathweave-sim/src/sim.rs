@@ -336,9 +336,9 @@ impl Simulation {
     }
 
     /// Prefetch, while the sampler is at flow `i`, what it will read of the flows ahead: the
-    /// sender records of flow `i + 2·SAMPLE_AHEAD`, and behind the pointers of flow
-    /// `i + SAMPLE_AHEAD` (whose records came in `SAMPLE_AHEAD` flows ago) its first
-    /// subflow's sampled line and its window table. The walk over the flow table is
+    /// sender record's sampled lines of flow `i + 2·SAMPLE_AHEAD`, and behind the pointers of
+    /// flow `i + SAMPLE_AHEAD` (whose record came in `SAMPLE_AHEAD` flows ago) its first
+    /// subflow's sampled line, its window table and its controller's paths. The walk over the flow table is
     /// sequential, which the hardware prefetches by itself; the records it points to are not.
     #[inline(always)]
     fn prefetch_sample(&self, i: usize) {

@@ -633,22 +633,17 @@ impl TcpSender {
     }
 
     /// The lines of this record a sample reads, for a prefetch hint: the first (the
-    /// subflows' and counters' fields) and the control's, from its window table's pointer to
-    /// the end of the controller (an uncoupled controller keeps its paths' pointer at the
-    /// end of a 200-byte enum).
+    /// subflows' and counters' fields) and every line of the control, from its window
+    /// table's pointer to the end of the controller (an uncoupled controller keeps its
+    /// paths' pointer at the end of a 200-byte enum).
     #[inline(always)]
-    pub(crate) fn sample_lines(&self) -> [*const u8; 5] {
+    pub(crate) fn sample_lines(&self) -> impl Iterator<Item = *const u8> {
         let a = (self as *const Self).cast::<u8>();
         let cc = std::mem::offset_of!(TcpSender, cc);
         let end = cc + std::mem::size_of::<Control>() - 1;
-        let mid = (cc + end) / 2;
-        [
-            a,
-            a.wrapping_add(cc),
-            a.wrapping_add(mid),
-            a.wrapping_add(mid + 64),
-            a.wrapping_add(end),
-        ]
+        // The record is aligned to a line, so these are its lines' first bytes.
+        let control = (cc / 64..=end / 64).map(move |l| a.wrapping_add(64 * l));
+        std::iter::once(a).chain(control)
     }
 
     /// The lines a sample reads behind this record's pointers (the first subflow's sampled
