@@ -11,8 +11,10 @@ scenario's events per second are shown as a fraction of it. Wall-clock figures a
 It then prints the scale comparison of the requirement "cost per bottleneck packet within 2x of
 the 8-flow case": wall time per bottleneck packet of `scenarios/dumbbell.toml` (8 flows) against
 `bench/scenarios/dumbbell-10k.toml` (10,000 flows on the same 60 Mbps bottleneck, 6 kbps each),
-`bench/scenarios/dumbbell-10k-scaled.toml` (10,000 flows on a 10 Gbps bottleneck, 1 Mbps each)
-and `bench/scenarios/multipath-1k.toml`, with the ratio to the 8-flow case. The multipath
+`bench/scenarios/dumbbell-10k-scaled.toml` (10,000 flows on a 10 Gbps bottleneck, 1 Mbps each),
+`bench/scenarios/dumbbell-10k-dense.toml` (the same with the 8-flow dumbbell's narrow spread of
+round-trip times, so that consecutive packets nearly always belong to different flows) and
+`bench/scenarios/multipath-1k.toml`, with the ratio to the 8-flow case. The multipath
 scenario's bottleneck packets are those of both its bottlenecks (each connection has a subflow
 through each). The run's wall time excludes parsing; callgrind's instruction counts include it.
 
@@ -61,6 +63,7 @@ EIGHT = "scenarios/dumbbell.toml (RED), 8 flows, 100 s"
 TEN_K = "10,000 flows, 60 Mbps (6 kbps each), 100 s"
 TEN_K_SCALED = "10,000 flows, 10 Gbps (1 Mbps each), 20 s"
 TEN_K_SCALED_LONG = "10,000 flows, 10 Gbps (1 Mbps each), 100 s"
+TEN_K_DENSE = "10,000 flows, 10 Gbps, RTTs within 3 ms, 5 s"
 MULTIPATH = "1,000 multipath connections, 100 s"
 # The multipath scenario's connections put half their packets through each of its two
 # bottlenecks, so its bottleneck packets are both links' (every packet of the dumbbells crosses
@@ -93,6 +96,7 @@ def cases(quick: bool, long: bool = False) -> list[tuple[str, str, bool, bool]]:
                 False,
                 False,
             ),
+            (TEN_K_DENSE, (SCENARIOS / "dumbbell-10k-dense.toml").read_text(), False, True),
             (MULTIPATH, (SCENARIOS / "multipath-1k.toml").read_text(), False, True),
         ]
     if long:
@@ -128,7 +132,7 @@ def scale_rows(rows: list[dict]) -> list[dict]:
         return []
     ref = base["wall_us_per_packet"]
     out = []
-    for label in (EIGHT, TEN_K, TEN_K_SCALED, TEN_K_SCALED_LONG, MULTIPATH):
+    for label in (EIGHT, TEN_K, TEN_K_SCALED, TEN_K_SCALED_LONG, TEN_K_DENSE, MULTIPATH):
         r = by.get(label)
         if r is None:
             continue

@@ -1,5 +1,5 @@
 //! The scale benchmarks (`bench/scenarios/dumbbell-10k.toml`, `dumbbell-10k-scaled.toml`,
-//! `multipath-1k.toml`) at a size a test run affords: they complete, conserve packets network-wide and per flow, and no link
+//! `dumbbell-10k-dense.toml`, `multipath-1k.toml`) at a size a test run affords: they complete, conserve packets network-wide and per flow, and no link
 //! delivers more than its rate allows.
 
 mod common;
@@ -87,6 +87,35 @@ fn a_thousand_flow_scaled_dumbbell_completes_and_conserves_packets() {
         "{}",
         r.links.delivered_bytes[bn]
     );
+}
+
+/// The dense dumbbell at a tenth of its flows and of its bottleneck, with the receivers'
+/// delays spread over the same 0-2.7 ms: every flow carries data, within its share.
+#[test]
+fn a_thousand_flow_dense_dumbbell_completes_and_conserves_packets() {
+    let sc = edited(
+        "dumbbell-10k-dense.toml",
+        &[
+            ("count = 10000", "count = 1000"),
+            ("rate = \"10Gbps\"", "rate = \"1Gbps\""),
+            ("{n}*8/30000 ms", "{n}*8/3000 ms"),
+            ("duration = \"5s\"", "duration = \"2s\""),
+        ],
+    );
+    assert_eq!(sc.flows.len(), 1000);
+    let r = run(&sc, None);
+    conserved(&r);
+    within_capacity(&r);
+    let bn = link_row(&r, "bottleneck");
+    // At least half of what 1 Gbps carries in one second of the two.
+    assert!(
+        r.links.delivered_bytes[bn] as f64 * 8.0 > 0.5e9,
+        "{}",
+        r.links.delivered_bytes[bn]
+    );
+    // Each flow starts within the first 0.1 s and has 1.9 s to deliver: none is left out.
+    let idle = r.flows.goodput_bps.iter().filter(|&&g| g <= 0.0).count();
+    assert_eq!(idle, 0, "flows with no goodput");
 }
 
 #[test]
