@@ -338,8 +338,9 @@ impl Simulation {
     /// Prefetch, while the sampler is at flow `i`, what it will read of the flows ahead: the
     /// sender record's sampled lines of flow `i + 2·SAMPLE_AHEAD`, and behind the pointers of
     /// flow `i + SAMPLE_AHEAD` (whose record came in `SAMPLE_AHEAD` flows ago) its first
-    /// subflow's sampled line, its window table and its controller's paths. The walk over the flow table is
-    /// sequential, which the hardware prefetches by itself; the records it points to are not.
+    /// subflow's sampled line, its window table and its controller's paths. The walk over the
+    /// flow table is sequential, which the hardware prefetches by itself; the records it
+    /// points to are not.
     #[inline(always)]
     fn prefetch_sample(&self, i: usize) {
         if let Some(Flow::Tcp { snd, .. }) = self.flows.get(i + 2 * SAMPLE_AHEAD) {

@@ -1,6 +1,7 @@
 //! The scale benchmarks (`bench/scenarios/dumbbell-10k.toml`, `dumbbell-10k-scaled.toml`,
-//! `dumbbell-10k-dense.toml`, `multipath-1k.toml`) at a size a test run affords: they complete, conserve packets network-wide and per flow, and no link
-//! delivers more than its rate allows.
+//! `dumbbell-10k-dense.toml`, `multipath-1k.toml`) at a size a test run affords: they
+//! complete, conserve packets network-wide and per flow, and no link delivers more than its
+//! rate allows.
 
 mod common;
 use common::*;
