@@ -122,7 +122,7 @@ const RING_TRIM_ABOVE: usize = 256;
 #[derive(Debug, Default)]
 #[repr(C)]
 struct Ring {
-    buf: Vec<Slot>,
+    buf: Box<[Slot]>,
     head: usize,
     len: usize,
 }
@@ -166,7 +166,7 @@ impl Ring {
         let mut buf = Vec::with_capacity(cap);
         buf.extend((0..self.len).map(|i| *self.at(i)));
         buf.resize(cap, fill);
-        self.buf = buf;
+        self.buf = buf.into_boxed_slice();
         self.head = 0;
     }
     /// Give back the room of an empty ring that once held more than [`RING_TRIM_ABOVE`]
@@ -176,16 +176,14 @@ impl Ring {
     #[inline(never)]
     fn trim_empty(&mut self) {
         debug_assert_eq!(self.len, 0);
-        self.buf = Vec::new();
+        self.buf = Box::default();
         self.head = 0;
     }
-    /// Remove the front entry; `len > 0`.
+    /// Remove the front entry without reading it; `len > 0`.
     #[inline(always)]
-    fn pop_front(&mut self) -> Slot {
-        let s = *self.at(0);
+    fn drop_front(&mut self) {
         self.head = (self.head + 1) & self.buf.len().wrapping_sub(1);
         self.len -= 1;
-        s
     }
     fn iter(&self) -> impl Iterator<Item = &Slot> + '_ {
         (0..self.len).map(|i| self.at(i))
@@ -291,29 +289,29 @@ pub enum Offer {
 
 #[cfg(test)]
 mod layout {
-    use super::{Counts, LinkDir};
+    use super::{Counts, Front, LinkDir};
     use std::mem::{align_of, offset_of, size_of};
 
     /// The per-packet fields fill the first three cache lines of an aligned link direction,
-    /// the rare counters the fourth; a drop-tail sample reads the first and the third.
+    /// the rare counters the fourth.
     #[test]
     fn link_direction_fields_sit_in_their_cache_lines() {
         assert_eq!(align_of::<LinkDir>(), 64);
         assert_eq!(size_of::<LinkDir>(), 256);
         let line = |off: usize| off / 64;
+        let last = |off: usize, size: usize| line(off + size - 1);
         assert_eq!(line(offset_of!(LinkDir, ring)), 0);
-        assert_eq!(line(offset_of!(LinkDir, lossy)), 0);
-        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 0);
+        assert_eq!(last(offset_of!(LinkDir, front), size_of::<Front>()), 0);
+        assert_eq!(line(offset_of!(LinkDir, started)), 0);
+        assert_eq!(line(offset_of!(LinkDir, waiting_pkts)), 0);
+        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 1);
         assert_eq!(line(offset_of!(LinkDir, busy_until)), 1);
-        assert_eq!(line(offset_of!(LinkDir, id)), 1);
-        assert_eq!(line(offset_of!(LinkDir, cold) + 7), 1);
+        assert_eq!(last(offset_of!(LinkDir, cold), 8), 1);
+        assert_eq!(line(offset_of!(LinkDir, id)), 2);
+        assert_eq!(line(offset_of!(LinkDir, lossy)), 2);
         assert_eq!(line(offset_of!(LinkDir, admit)), 2);
-        assert_eq!(
-            line(offset_of!(LinkDir, counts) + size_of::<Counts>() - 1),
-            2
-        );
-        assert_eq!(line(offset_of!(LinkDir, held_end)), 2);
-        assert_eq!(line(offset_of!(LinkDir, down_planned)), 2);
+        assert_eq!(last(offset_of!(LinkDir, counts), size_of::<Counts>()), 2);
+        assert_eq!(last(offset_of!(LinkDir, tail_arrive), 8), 2);
         assert_eq!(line(offset_of!(LinkDir, rare)), 3);
     }
 
@@ -368,35 +366,6 @@ struct Cold {
     channel_bad: bool,
     /// Built on the first draw: a drop-tail link without loss never draws.
     rng: LazyStream,
-}
-
-/// One direction of a link.
-///
-/// Laid out in cache lines (a run with many links touches each one rarely, so every line a
-/// packet or a sample touches is likely a miss): the ring and the waiting counts (packets and
-/// bytes) in the first; the transmitter's horizon, delay, serialisation cache, timer and the
-/// cold pointer in the second; the admission and the common counters in the third; the rare
-/// counters in the fourth. A packet's admission and arrival touch the first three; a sample
-/// of a drop-tail link the first and the third.
-#[repr(C, align(64))]
-pub struct LinkDir {
-    ring: Ring,
-    /// Ring entries (from the front) whose transmission has started.
-    started: usize,
-    waiting_pkts: u32,
-    up: bool,
-    /// Whether the loss model can ever lose a packet.
-    lossy: bool,
-    waiting_bytes: u64,
-    /// When the transmitter finishes everything accepted so far.
-    busy_until: Instant,
-    delay: Duration,
-    tx: TxCache,
-    timer: Timer,
-    id: ComponentId,
-    cold: Box<Cold>,
-    admit: Admit,
-    counts: Counts,
     /// The transmission end of the last packet that had started at the last re-plan, for
     /// the next re-plan when the packets behind it have no start (see
     /// [`LinkDir::last_started_end`]).
@@ -404,6 +373,77 @@ pub struct LinkDir {
     /// Whether the link was down at the last re-plan (its horizon is then not the end of a
     /// transmission).
     down_planned: bool,
+}
+
+/// The head packet's arrival time and what its arrival hands on: a copy of the ring's front
+/// slot kept in the link direction's first line, so that an arrival, and the prefetch hint
+/// for it, read the record alone instead of the record and then the slot it points to.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+struct Front {
+    arrive: Instant,
+    head: Arrived,
+}
+
+impl Front {
+    const NONE: Front = Front {
+        arrive: Instant::MAX,
+        head: Arrived {
+            pkt: PacketId(0),
+            size: 0,
+            hop: 0,
+            lost: false,
+        },
+    };
+
+    #[inline(always)]
+    fn of(s: &Slot) -> Front {
+        Front {
+            arrive: s.arrive,
+            head: Arrived {
+                pkt: s.pkt,
+                size: s.size,
+                hop: s.hop,
+                lost: s.lost,
+            },
+        }
+    }
+}
+
+/// One direction of a link.
+///
+/// Laid out in cache lines (a run with many links touches each one rarely, so every line a
+/// packet or a sample touches is likely a miss): the ring, a copy of its front and the
+/// waiting packets and started count in the first; the waiting bytes, the transmitter's
+/// horizon, delay, serialisation cache, timer and the cold pointer in the second; the
+/// admission, the common counters and the last packet's arrival in the third; the rare
+/// counters in the fourth. A packet's admission and arrival touch the first three; a sample
+/// of a drop-tail link all three.
+#[repr(C, align(64))]
+pub struct LinkDir {
+    ring: Ring,
+    /// The ring's front slot, valid while the ring holds a packet (see [`Front`]).
+    front: Front,
+    waiting_pkts: u32,
+    /// Ring entries (from the front) whose transmission has started.
+    started: u32,
+    waiting_bytes: u64,
+    /// When the transmitter finishes everything accepted so far.
+    busy_until: Instant,
+    delay: Duration,
+    tx: TxCache,
+    timer: Timer,
+    cold: Box<Cold>,
+    id: ComponentId,
+    up: bool,
+    /// Whether the loss model can ever lose a packet.
+    lossy: bool,
+    admit: Admit,
+    counts: Counts,
+    /// The arrival time of the ring's last slot, valid while the ring holds a packet: the
+    /// next packet's arrival is planned from it, and reading it here spares a read of the
+    /// ring's tail.
+    tail_arrive: Instant,
     rare: RareCounts,
 }
 
@@ -417,6 +457,8 @@ impl LinkDir {
         };
         LinkDir {
             ring: Ring::default(),
+            front: Front::NONE,
+            tail_arrive: Instant::ZERO,
             started: 0,
             waiting_pkts: 0,
             up: true,
@@ -429,9 +471,9 @@ impl LinkDir {
             waiting_bytes: 0,
             admit,
             counts: Counts::default(),
-            held_end: Instant::ZERO,
-            down_planned: false,
             cold: Box::new(Cold {
+                held_end: Instant::ZERO,
+                down_planned: false,
                 rate: spec.rate,
                 red,
                 loss: spec.loss,
@@ -445,8 +487,8 @@ impl LinkDir {
     /// Move packets whose transmission has started by `now` out of the waiting count.
     #[inline(always)]
     fn advance(&mut self, now: Instant) {
-        while self.started < self.ring.len {
-            let s = self.ring.at(self.started);
+        while (self.started as usize) < self.ring.len {
+            let s = self.ring.at(self.started as usize);
             if s.start > now {
                 break;
             }
@@ -570,19 +612,25 @@ impl LinkDir {
     #[inline(always)]
     fn enqueue(&mut self, pkt: PacketId, size: u32, hop: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
-        let prev = self.ring.back().map_or(Instant::ZERO, |s| s.arrive);
+        let prev = if self.ring.len == 0 {
+            Instant::ZERO
+        } else {
+            self.tail_arrive
+        };
         let (start, end, arrive) = self.plan(size, now.max(self.busy_until), prev);
         if self.up {
             self.busy_until = end;
         }
-        self.ring.push_back(Slot {
+        let slot = Slot {
             pkt,
             size,
             hop,
             start,
             arrive,
             lost,
-        });
+        };
+        self.ring.push_back(slot);
+        self.tail_arrive = arrive;
         if start <= now {
             self.started += 1;
         } else {
@@ -591,8 +639,11 @@ impl LinkDir {
         }
         self.counts.accepted += 1;
         self.counts.accepted_bytes += size as u64;
-        if self.ring.len == 1 && arrive != Instant::MAX {
-            self.timer.arm(arrive, self.id, sched);
+        if self.ring.len == 1 {
+            self.front = Front::of(&slot);
+            if arrive != Instant::MAX {
+                self.timer.arm(arrive, self.id, sched);
+            }
         }
     }
 
@@ -655,26 +706,27 @@ impl LinkDir {
         if self.started == 0 {
             return None;
         }
-        if self.started < self.ring.len {
-            let s = self.ring.at(self.started).start;
+        if (self.started as usize) < self.ring.len {
+            let s = self.ring.at(self.started as usize).start;
             if s != Instant::MAX {
                 return Some(s);
             }
-        } else if !self.down_planned {
+        } else if !self.cold.down_planned {
             return Some(self.busy_until);
         }
-        Some(self.held_end)
+        Some(self.cold.held_end)
     }
 
     /// Re-plan every packet that has not started transmitting, from `now`.
     fn replan(&mut self, now: Instant, sched: &mut Scheduler) {
         self.advance(now);
         let last_end = self.last_started_end();
-        self.held_end = last_end.unwrap_or(Instant::ZERO);
-        let last_started = self.started.checked_sub(1).and_then(|k| self.ring.get(k));
+        self.cold.held_end = last_end.unwrap_or(Instant::ZERO);
+        let started = self.started as usize;
+        let last_started = started.checked_sub(1).and_then(|k| self.ring.get(k));
         let mut free = last_end.map_or(now, |e| e.max(now));
         let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
-        for i in self.started..self.ring.len {
+        for i in started..self.ring.len {
             let size = self.ring.at(i).size;
             let (start, end, arrive) = self.plan(size, free, prev);
             let s = self.ring.at_mut(i);
@@ -684,7 +736,13 @@ impl LinkDir {
             prev = arrive;
         }
         self.busy_until = if self.up { free } else { now };
-        self.down_planned = !self.up;
+        self.cold.down_planned = !self.up;
+        if let Some(s) = self.ring.front() {
+            self.front = Front::of(s);
+        }
+        if let Some(s) = self.ring.back() {
+            self.tail_arrive = s.arrive;
+        }
         self.rearm(sched);
     }
 
@@ -721,10 +779,14 @@ impl LinkDir {
     /// its way there, which the caller frees).
     #[inline(always)]
     pub fn pop_arrived(&mut self, now: Instant) -> Option<Arrived> {
-        if self.ring.front()?.arrive > now {
+        if self.ring.len == 0 || self.front.arrive > now {
             return None;
         }
-        let s = self.ring.pop_front();
+        let s = self.front.head;
+        self.ring.drop_front();
+        if self.ring.len != 0 {
+            self.front = Front::of(self.ring.at(0));
+        }
         // The head has certainly started transmitting by now; if it was still counted as
         // waiting, count it out (later packets are counted out by `advance` when needed).
         if self.started == 0 {
@@ -737,12 +799,7 @@ impl LinkDir {
             self.counts.drops_wire += 1;
             self.rare.wire_bytes += s.size as u64;
         }
-        Some(Arrived {
-            pkt: s.pkt,
-            size: s.size,
-            hop: s.hop,
-            lost: s.lost,
-        })
+        Some(s)
     }
 
     /// The address of cache line `k` (0 to 3) of this record, for a prefetch hint.
@@ -751,15 +808,16 @@ impl LinkDir {
         (self as *const Self).cast::<u8>().wrapping_add(64 * k)
     }
 
-    /// The address of the head slot, if any packet is held, for a prefetch hint.
+    /// The address of the slot behind the head, which the head's arrival copies to the
+    /// record's front, if the ring holds two packets or more, for a prefetch hint.
     #[inline(always)]
-    pub(crate) fn head_slot(&self) -> Option<*const u8> {
-        (self.ring.len != 0).then(|| {
+    pub(crate) fn second_slot(&self) -> Option<*const u8> {
+        (self.ring.len > 1).then(|| {
             let m = self.ring.buf.len().wrapping_sub(1);
             self.ring
                 .buf
                 .as_ptr()
-                .wrapping_add(self.ring.head & m)
+                .wrapping_add((self.ring.head + 1) & m)
                 .cast::<u8>()
         })
     }
@@ -767,7 +825,7 @@ impl LinkDir {
     /// The head packet and its tag, if any packet is held, for a prefetch hint.
     #[inline(always)]
     pub(crate) fn head_tag(&self) -> Option<(PacketId, u32)> {
-        self.ring.front().map(|s| (s.pkt, s.hop))
+        (self.ring.len != 0).then_some((self.front.head.pkt, self.front.head.hop))
     }
 
     /// After popping, schedule the next head arrival. An empty ring starts again from its
@@ -775,13 +833,13 @@ impl LinkDir {
     /// likely cached, instead of further round a ring sized for the longest queue so far.
     #[inline(always)]
     pub fn rearm(&mut self, sched: &mut Scheduler) {
-        match self.ring.front() {
-            Some(head) => {
-                if head.arrive != Instant::MAX {
-                    self.timer.arm(head.arrive, self.id, sched);
+        match self.ring.len {
+            1.. => {
+                if self.front.arrive != Instant::MAX {
+                    self.timer.arm(self.front.arrive, self.id, sched);
                 }
             }
-            None => {
+            0 => {
                 self.ring.head = 0;
                 if self.ring.buf.len() > RING_TRIM_ABOVE {
                     self.ring.trim_empty();
@@ -897,5 +955,57 @@ mod tests {
         l.set_rate(Bandwidth::from_bps(4_000_000), Instant(MS / 2), &mut s);
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 13 * MS);
+    }
+    /// The record's copies of the ring's front (its arrival and what it hands on) and of the
+    /// last slot's arrival equal the slots themselves after any sequence of offers,
+    /// arrivals, rate and delay changes and outages.
+    #[test]
+    fn the_front_and_tail_copies_follow_the_ring() {
+        use proptest::prelude::*;
+        #[derive(Clone, Debug)]
+        enum Op {
+            Offer(u32),
+            Pop,
+            Rate(u64),
+            Delay(u64),
+            Up(bool),
+        }
+        let op = prop_oneof![
+            4 => (40u32..1500).prop_map(Op::Offer),
+            4 => Just(Op::Pop),
+            1 => (1u64..20).prop_map(|m| Op::Rate(m * 1_000_000)),
+            1 => (0u64..20).prop_map(|ms| Op::Delay(ms * MS)),
+            1 => any::<bool>().prop_map(Op::Up),
+        ];
+        let steps = prop::collection::vec((op, 0u64..3 * MS), 1..200);
+        proptest!(ProptestConfig::with_cases(300), |(steps in steps)| {
+            let (mut l, mut s) = link_holding(20);
+            let mut now = 0;
+            for (k, (op, dt)) in steps.into_iter().enumerate() {
+                now += dt;
+                let t = Instant(now);
+                match op {
+                    Op::Offer(size) => {
+                        l.offer(PacketId(k as u32), size, k as u32 + 7, t, &mut s);
+                    }
+                    Op::Pop => {
+                        while l.pop_arrived(t).is_some() {}
+                        l.rearm(&mut s);
+                    }
+                    Op::Rate(bps) => l.set_rate(Bandwidth::from_bps(bps), t, &mut s),
+                    Op::Delay(d) => l.set_delay(Duration(d), t, &mut s),
+                    Op::Up(up) => l.set_up(up, t, &mut s),
+                }
+                if let Some(f) = l.ring.front() {
+                    let c = l.front;
+                    prop_assert_eq!(c.arrive, f.arrive);
+                    prop_assert_eq!(c.head.pkt, f.pkt);
+                    prop_assert_eq!(c.head.size, f.size);
+                    prop_assert_eq!(c.head.hop, f.hop);
+                    prop_assert_eq!(c.head.lost, f.lost);
+                    prop_assert_eq!(l.tail_arrive, l.ring.back().unwrap().arrive);
+                }
+            }
+        });
     }
 }

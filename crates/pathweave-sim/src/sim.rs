@@ -303,35 +303,42 @@ impl Simulation {
     }
 
     /// Prefetch, as a pipeline over the events ahead in the current run, what a link event
-    /// reads, each stage from what the stage before brought in: for the fourth event ahead
+    /// reads, each stage from what the stage before brought in: for the third event ahead
     /// (counting the next as the first) its link direction's three per-packet lines; for the
-    /// third the ring slot at its head; for the second, reading that slot, the head packet's
-    /// header and, if the packet's route ends there, its flow's entry (two lines). A hint
-    /// only: an event pushed in between, a stale event or a packet that does not arrive yet
-    /// wastes a prefetch and changes nothing else.
+    /// second, reading that record's copy of its head slot, the head packet's header, the
+    /// slot behind the head and either the next link direction's three lines or, if the
+    /// packet's route ends there, its flow's entry (two lines). A hint only: an event pushed
+    /// in between, a stale event or a packet that does not arrive yet wastes a prefetch and
+    /// changes nothing else.
     #[inline(always)]
     fn prefetch_ahead(&self) {
-        if let Some(d) = self.link_ahead(3) {
+        if let Some(d) = self.link_ahead(2) {
             prefetch(d.line(0));
             prefetch(d.line(1));
             prefetch(d.line(2));
         }
-        if let Some(s) = self.link_ahead(2).and_then(|d| d.head_slot()) {
+        let Some(d) = self.link_ahead(1) else {
+            return;
+        };
+        let Some((pkt, hop)) = d.head_tag() else {
+            return;
+        };
+        prefetch(self.net.pool.header_addr(pkt));
+        if let Some(s) = d.second_slot() {
             prefetch(s);
         }
-        if let Some((pkt, hop)) = self.link_ahead(1).and_then(|d| d.head_tag()) {
-            prefetch(self.net.pool.header_addr(pkt));
-            if self.net.next_link(hop).is_none() {
-                if let Some(e) = self
-                    .hop_flow
-                    .get(hop as usize)
-                    .and_then(|&f| self.flows.get(f as usize))
-                {
-                    let a = (e as *const Flow).cast::<u8>();
-                    prefetch(a);
-                    prefetch(a.wrapping_add(64));
-                }
-            }
+        if let Some(n) = self.net.next_link(hop).and_then(|l| self.net.links.get(l)) {
+            prefetch(n.line(0));
+            prefetch(n.line(1));
+            prefetch(n.line(2));
+        } else if let Some(e) = self
+            .hop_flow
+            .get(hop as usize)
+            .and_then(|&f| self.flows.get(f as usize))
+        {
+            let a = (e as *const Flow).cast::<u8>();
+            prefetch(a);
+            prefetch(a.wrapping_add(64));
         }
     }
 
