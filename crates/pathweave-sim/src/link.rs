@@ -112,61 +112,108 @@ struct Slot {
     lost: bool,
 }
 
+impl Slot {
+    const EMPTY: Slot = Slot {
+        pkt: PacketId(0),
+        size: 0,
+        hop: 0,
+        start: Instant::MAX,
+        arrive: Instant::MAX,
+        lost: false,
+    };
+}
+
 /// Slots above which an emptied ring gives its room back (8 KB); smaller rings keep theirs,
 /// so a link whose queue comes and goes does not reallocate each time.
 const RING_TRIM_ABOVE: usize = 256;
 
-/// A FIFO of slots in a power-of-two ring; it grows (by doubling) only when full. Positions
-/// are masked with `buf.len() - 1`, not a stored mask: the bounds check loads the length
-/// anyway.
-#[derive(Debug, Default)]
+/// A FIFO of slots whose front is kept inline, in the link direction's first cache line, and
+/// the rest in a power-of-two ring that grows (by doubling) only when full. Most link
+/// directions of a many-flow run hold one packet at a time (an access link carrying one
+/// flow's packets far apart), and then neither admitting nor delivering it touches memory
+/// beyond the record; an arrival, and the prefetch hint for it, read the front from the
+/// record instead of following a pointer. Ring positions are masked with `rest.len() - 1`,
+/// not a stored mask: the bounds check loads the length anyway.
+#[derive(Debug)]
 #[repr(C)]
 struct Ring {
-    buf: Box<[Slot]>,
-    head: usize,
-    len: usize,
+    /// Entry 0, valid while `len > 0`.
+    first: Slot,
+    /// Entries 1 to `len - 1`, entry 1 at `head`.
+    rest: Box<[Slot]>,
+    head: u32,
+    /// Entries held, the front included.
+    len: u32,
+}
+
+impl Default for Ring {
+    fn default() -> Self {
+        Ring {
+            first: Slot::EMPTY,
+            rest: Box::default(),
+            head: 0,
+            len: 0,
+        }
+    }
 }
 
 impl Ring {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+    /// Position in `rest` of entry `i >= 1`.
+    #[inline(always)]
+    fn pos(&self, i: usize) -> usize {
+        (self.head as usize + i - 1) & self.rest.len().wrapping_sub(1)
+    }
     /// Entry `i` from the front; `i < len`.
     #[inline(always)]
     fn at(&self, i: usize) -> &Slot {
-        &self.buf[(self.head + i) & self.buf.len().wrapping_sub(1)]
+        if i == 0 {
+            &self.first
+        } else {
+            &self.rest[self.pos(i)]
+        }
     }
     #[inline(always)]
     fn at_mut(&mut self, i: usize) -> &mut Slot {
-        let m = self.buf.len().wrapping_sub(1);
-        &mut self.buf[(self.head + i) & m]
+        if i == 0 {
+            &mut self.first
+        } else {
+            let k = self.pos(i);
+            &mut self.rest[k]
+        }
     }
     #[inline(always)]
     fn get(&self, i: usize) -> Option<&Slot> {
-        (i < self.len).then(|| self.at(i))
-    }
-    #[inline(always)]
-    fn front(&self) -> Option<&Slot> {
-        self.get(0)
+        (i < self.len()).then(|| self.at(i))
     }
     #[inline(always)]
     fn back(&self) -> Option<&Slot> {
-        self.len.checked_sub(1).map(|i| self.at(i))
+        self.len().checked_sub(1).map(|i| self.at(i))
     }
     #[inline(always)]
     fn push_back(&mut self, s: Slot) {
-        if self.len == self.buf.len() {
-            self.grow(s);
+        if self.len == 0 {
+            self.first = s;
+        } else {
+            if self.len() - 1 == self.rest.len() {
+                self.grow();
+            }
+            let k = self.pos(self.len());
+            self.rest[k] = s;
         }
-        let i = self.len;
-        *self.at_mut(i) = s;
         self.len += 1;
     }
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, fill: Slot) {
-        let cap = (2 * self.buf.len()).max(4);
-        let mut buf = Vec::with_capacity(cap);
-        buf.extend((0..self.len).map(|i| *self.at(i)));
-        buf.resize(cap, fill);
-        self.buf = buf.into_boxed_slice();
+    fn grow(&mut self) {
+        let cap = (2 * self.rest.len()).max(4);
+        let mut rest = Vec::with_capacity(cap);
+        rest.extend((1..self.len()).map(|i| *self.at(i)));
+        rest.resize(cap, Slot::EMPTY);
+        self.rest = rest.into_boxed_slice();
         self.head = 0;
     }
     /// Give back the room of an empty ring that once held more than [`RING_TRIM_ABOVE`]
@@ -176,17 +223,35 @@ impl Ring {
     #[inline(never)]
     fn trim_empty(&mut self) {
         debug_assert_eq!(self.len, 0);
-        self.buf = Box::default();
+        self.rest = Box::default();
         self.head = 0;
     }
-    /// Remove the front entry without reading it; `len > 0`.
+    /// Remove the front entry; `len > 0`. The entry behind it moves inline.
     #[inline(always)]
-    fn drop_front(&mut self) {
-        self.head = (self.head + 1) & self.buf.len().wrapping_sub(1);
+    fn pop_front(&mut self) -> Slot {
+        let s = self.first;
         self.len -= 1;
+        if self.len != 0 {
+            let m = self.rest.len().wrapping_sub(1);
+            let h = self.head as usize & m;
+            self.first = self.rest[h];
+            self.head = ((h + 1) & m) as u32;
+        }
+        s
+    }
+    /// The address of entry 1, if held, for a prefetch hint.
+    #[inline(always)]
+    fn second_addr(&self) -> Option<*const u8> {
+        (self.len > 1).then(|| {
+            let m = self.rest.len().wrapping_sub(1);
+            self.rest
+                .as_ptr()
+                .wrapping_add(self.head as usize & m)
+                .cast::<u8>()
+        })
     }
     fn iter(&self) -> impl Iterator<Item = &Slot> + '_ {
-        (0..self.len).map(|i| self.at(i))
+        (0..self.len()).map(|i| self.at(i))
     }
 }
 
@@ -289,7 +354,7 @@ pub enum Offer {
 
 #[cfg(test)]
 mod layout {
-    use super::{Counts, Front, LinkDir};
+    use super::{Counts, LinkDir, Ring};
     use std::mem::{align_of, offset_of, size_of};
 
     /// The per-packet fields fill the first three cache lines of an aligned link direction,
@@ -301,7 +366,7 @@ mod layout {
         let line = |off: usize| off / 64;
         let last = |off: usize, size: usize| line(off + size - 1);
         assert_eq!(line(offset_of!(LinkDir, ring)), 0);
-        assert_eq!(last(offset_of!(LinkDir, front), size_of::<Front>()), 0);
+        assert_eq!(last(offset_of!(LinkDir, ring), size_of::<Ring>()), 0);
         assert_eq!(line(offset_of!(LinkDir, started)), 0);
         assert_eq!(line(offset_of!(LinkDir, waiting_pkts)), 0);
         assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 1);
@@ -375,45 +440,10 @@ struct Cold {
     down_planned: bool,
 }
 
-/// The head packet's arrival time and what its arrival hands on: a copy of the ring's front
-/// slot kept in the link direction's first line, so that an arrival, and the prefetch hint
-/// for it, read the record alone instead of the record and then the slot it points to.
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-struct Front {
-    arrive: Instant,
-    head: Arrived,
-}
-
-impl Front {
-    const NONE: Front = Front {
-        arrive: Instant::MAX,
-        head: Arrived {
-            pkt: PacketId(0),
-            size: 0,
-            hop: 0,
-            lost: false,
-        },
-    };
-
-    #[inline(always)]
-    fn of(s: &Slot) -> Front {
-        Front {
-            arrive: s.arrive,
-            head: Arrived {
-                pkt: s.pkt,
-                size: s.size,
-                hop: s.hop,
-                lost: s.lost,
-            },
-        }
-    }
-}
-
 /// One direction of a link.
 ///
 /// Laid out in cache lines (a run with many links touches each one rarely, so every line a
-/// packet or a sample touches is likely a miss): the ring, a copy of its front and the
+/// packet or a sample touches is likely a miss): the ring with its front inline and the
 /// waiting packets and started count in the first; the waiting bytes, the transmitter's
 /// horizon, delay, serialisation cache, timer and the cold pointer in the second; the
 /// admission, the common counters and the last packet's arrival in the third; the rare
@@ -422,8 +452,6 @@ impl Front {
 #[repr(C, align(64))]
 pub struct LinkDir {
     ring: Ring,
-    /// The ring's front slot, valid while the ring holds a packet (see [`Front`]).
-    front: Front,
     waiting_pkts: u32,
     /// Ring entries (from the front) whose transmission has started.
     started: u32,
@@ -457,7 +485,6 @@ impl LinkDir {
         };
         LinkDir {
             ring: Ring::default(),
-            front: Front::NONE,
             tail_arrive: Instant::ZERO,
             started: 0,
             waiting_pkts: 0,
@@ -487,7 +514,7 @@ impl LinkDir {
     /// Move packets whose transmission has started by `now` out of the waiting count.
     #[inline(always)]
     fn advance(&mut self, now: Instant) {
-        while (self.started as usize) < self.ring.len {
+        while (self.started as usize) < self.ring.len() {
             let s = self.ring.at(self.started as usize);
             if s.start > now {
                 break;
@@ -507,7 +534,7 @@ impl LinkDir {
     /// The counters so far.
     pub fn stats(&self) -> LinkStats {
         let (c, r) = (&self.counts, &self.rare);
-        let held = self.ring.len as u64;
+        let held = self.ring.len() as u64;
         let held_bytes: u64 = self.ring.iter().map(|s| s.size as u64).sum();
         LinkStats {
             arrivals: c.accepted + c.drops_overflow + r.drops_early + r.drops_forced,
@@ -545,7 +572,7 @@ impl LinkDir {
 
     /// Packets accepted and not yet delivered (waiting, on the wire or propagating).
     pub fn in_link(&self) -> usize {
-        self.ring.len
+        self.ring.len()
     }
 
     /// Iterate over the packets held by the link.
@@ -621,15 +648,14 @@ impl LinkDir {
         if self.up {
             self.busy_until = end;
         }
-        let slot = Slot {
+        self.ring.push_back(Slot {
             pkt,
             size,
             hop,
             start,
             arrive,
             lost,
-        };
-        self.ring.push_back(slot);
+        });
         self.tail_arrive = arrive;
         if start <= now {
             self.started += 1;
@@ -639,11 +665,8 @@ impl LinkDir {
         }
         self.counts.accepted += 1;
         self.counts.accepted_bytes += size as u64;
-        if self.ring.len == 1 {
-            self.front = Front::of(&slot);
-            if arrive != Instant::MAX {
-                self.timer.arm(arrive, self.id, sched);
-            }
+        if self.ring.len == 1 && arrive != Instant::MAX {
+            self.timer.arm(arrive, self.id, sched);
         }
     }
 
@@ -706,7 +729,7 @@ impl LinkDir {
         if self.started == 0 {
             return None;
         }
-        if (self.started as usize) < self.ring.len {
+        if (self.started as usize) < self.ring.len() {
             let s = self.ring.at(self.started as usize).start;
             if s != Instant::MAX {
                 return Some(s);
@@ -726,7 +749,7 @@ impl LinkDir {
         let last_started = started.checked_sub(1).and_then(|k| self.ring.get(k));
         let mut free = last_end.map_or(now, |e| e.max(now));
         let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
-        for i in started..self.ring.len {
+        for i in started..self.ring.len() {
             let size = self.ring.at(i).size;
             let (start, end, arrive) = self.plan(size, free, prev);
             let s = self.ring.at_mut(i);
@@ -737,9 +760,6 @@ impl LinkDir {
         }
         self.busy_until = if self.up { free } else { now };
         self.cold.down_planned = !self.up;
-        if let Some(s) = self.ring.front() {
-            self.front = Front::of(s);
-        }
         if let Some(s) = self.ring.back() {
             self.tail_arrive = s.arrive;
         }
@@ -779,14 +799,10 @@ impl LinkDir {
     /// its way there, which the caller frees).
     #[inline(always)]
     pub fn pop_arrived(&mut self, now: Instant) -> Option<Arrived> {
-        if self.ring.len == 0 || self.front.arrive > now {
+        if self.ring.len == 0 || self.ring.first.arrive > now {
             return None;
         }
-        let s = self.front.head;
-        self.ring.drop_front();
-        if self.ring.len != 0 {
-            self.front = Front::of(self.ring.at(0));
-        }
+        let s = self.ring.pop_front();
         // The head has certainly started transmitting by now; if it was still counted as
         // waiting, count it out (later packets are counted out by `advance` when needed).
         if self.started == 0 {
@@ -799,7 +815,12 @@ impl LinkDir {
             self.counts.drops_wire += 1;
             self.rare.wire_bytes += s.size as u64;
         }
-        Some(s)
+        Some(Arrived {
+            pkt: s.pkt,
+            size: s.size,
+            hop: s.hop,
+            lost: s.lost,
+        })
     }
 
     /// The address of cache line `k` (0 to 3) of this record, for a prefetch hint.
@@ -808,24 +829,17 @@ impl LinkDir {
         (self as *const Self).cast::<u8>().wrapping_add(64 * k)
     }
 
-    /// The address of the slot behind the head, which the head's arrival copies to the
-    /// record's front, if the ring holds two packets or more, for a prefetch hint.
+    /// The address of the slot behind the head, which the head's arrival moves into the
+    /// record, if the ring holds two packets or more, for a prefetch hint.
     #[inline(always)]
     pub(crate) fn second_slot(&self) -> Option<*const u8> {
-        (self.ring.len > 1).then(|| {
-            let m = self.ring.buf.len().wrapping_sub(1);
-            self.ring
-                .buf
-                .as_ptr()
-                .wrapping_add((self.ring.head + 1) & m)
-                .cast::<u8>()
-        })
+        self.ring.second_addr()
     }
 
     /// The head packet and its tag, if any packet is held, for a prefetch hint.
     #[inline(always)]
     pub(crate) fn head_tag(&self) -> Option<(PacketId, u32)> {
-        (self.ring.len != 0).then_some((self.front.head.pkt, self.front.head.hop))
+        (self.ring.len != 0).then_some((self.ring.first.pkt, self.ring.first.hop))
     }
 
     /// After popping, schedule the next head arrival. An empty ring starts again from its
@@ -835,13 +849,13 @@ impl LinkDir {
     pub fn rearm(&mut self, sched: &mut Scheduler) {
         match self.ring.len {
             1.. => {
-                if self.front.arrive != Instant::MAX {
-                    self.timer.arm(self.front.arrive, self.id, sched);
+                if self.ring.first.arrive != Instant::MAX {
+                    self.timer.arm(self.ring.first.arrive, self.id, sched);
                 }
             }
             0 => {
                 self.ring.head = 0;
-                if self.ring.buf.len() > RING_TRIM_ABOVE {
+                if self.ring.rest.len() > RING_TRIM_ABOVE {
                     self.ring.trim_empty();
                 }
             }
@@ -894,7 +908,7 @@ mod tests {
             for k in 0..n {
                 l.offer(PacketId(k), 1000, 0, Instant(t0), &mut s);
             }
-            let room = l.ring.buf.len();
+            let room = l.ring.rest.len();
             assert!(room >= n as usize);
             // Packet k ends its transmission (k + 1) ms after t0 and arrives 10 ms later.
             for k in 0..n {
@@ -903,7 +917,7 @@ mod tests {
             }
             assert_eq!(l.ring.len, 0);
             let left = if kept { room } else { 0 };
-            assert_eq!(l.ring.buf.len(), left, "{n} packets");
+            assert_eq!(l.ring.rest.len(), left, "{n} packets");
             t0 += (n as u64 + 20) * MS;
             l.offer(PacketId(n), 1000, 0, Instant(t0), &mut s);
             arrives_at(&mut l, n, t0 + 11 * MS);
@@ -956,12 +970,13 @@ mod tests {
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 13 * MS);
     }
-    /// The record's copies of the ring's front (its arrival and what it hands on) and of the
-    /// last slot's arrival equal the slots themselves after any sequence of offers,
+    /// The ring, with its front inline, is a FIFO of the accepted packets, and the record's
+    /// copy of the last slot's arrival equals the slot's, after any sequence of offers,
     /// arrivals, rate and delay changes and outages.
     #[test]
-    fn the_front_and_tail_copies_follow_the_ring() {
+    fn the_ring_is_a_fifo_and_the_tail_copy_follows_it() {
         use proptest::prelude::*;
+        use std::collections::VecDeque;
         #[derive(Clone, Debug)]
         enum Op {
             Offer(u32),
@@ -980,30 +995,34 @@ mod tests {
         let steps = prop::collection::vec((op, 0u64..3 * MS), 1..200);
         proptest!(ProptestConfig::with_cases(300), |(steps in steps)| {
             let (mut l, mut s) = link_holding(20);
+            let mut held: VecDeque<(u32, u32, u32)> = VecDeque::new();
             let mut now = 0;
             for (k, (op, dt)) in steps.into_iter().enumerate() {
                 now += dt;
                 let t = Instant(now);
+                let k = k as u32;
                 match op {
                     Op::Offer(size) => {
-                        l.offer(PacketId(k as u32), size, k as u32 + 7, t, &mut s);
+                        if l.offer(PacketId(k), size, k + 7, t, &mut s) == Offer::Accepted {
+                            held.push_back((k, size, k + 7));
+                        }
                     }
                     Op::Pop => {
-                        while l.pop_arrived(t).is_some() {}
+                        while let Some(a) = l.pop_arrived(t) {
+                            let want = held.pop_front();
+                            prop_assert_eq!(Some((a.pkt.0, a.size, a.hop)), want);
+                        }
                         l.rearm(&mut s);
                     }
                     Op::Rate(bps) => l.set_rate(Bandwidth::from_bps(bps), t, &mut s),
                     Op::Delay(d) => l.set_delay(Duration(d), t, &mut s),
                     Op::Up(up) => l.set_up(up, t, &mut s),
                 }
-                if let Some(f) = l.ring.front() {
-                    let c = l.front;
-                    prop_assert_eq!(c.arrive, f.arrive);
-                    prop_assert_eq!(c.head.pkt, f.pkt);
-                    prop_assert_eq!(c.head.size, f.size);
-                    prop_assert_eq!(c.head.hop, f.hop);
-                    prop_assert_eq!(c.head.lost, f.lost);
-                    prop_assert_eq!(l.tail_arrive, l.ring.back().unwrap().arrive);
+                let ring: Vec<(u32, u32, u32)> =
+                    l.ring.iter().map(|s| (s.pkt.0, s.size, s.hop)).collect();
+                prop_assert_eq!(ring, Vec::from(held.clone()));
+                if let Some(b) = l.ring.back() {
+                    prop_assert_eq!(l.tail_arrive, b.arrive);
                 }
             }
         });
