@@ -842,9 +842,10 @@ impl LinkDir {
         (self.ring.len != 0).then_some((self.ring.first.pkt, self.ring.first.hop))
     }
 
-    /// After popping, schedule the next head arrival. An empty ring starts again from its
-    /// first slot: the next packets are written where the last ones were, in lines still
-    /// likely cached, instead of further round a ring sized for the longest queue so far.
+    /// After popping, schedule the next head arrival. An emptied ring's buffer starts again
+    /// from its first slot: the packets queued behind the next front are written where the
+    /// last ones were, in lines still likely cached, instead of further round a buffer sized
+    /// for the longest queue so far.
     #[inline(always)]
     pub fn rearm(&mut self, sched: &mut Scheduler) {
         match self.ring.len {
