@@ -20,6 +20,7 @@
 
 use crate::event::{ComponentId, Scheduler, Timer};
 use crate::packet::PacketId;
+use crate::prefetch::prefetch;
 use crate::red::{Red, RedParams, Verdict};
 use crate::rng::LazyStream;
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
@@ -127,6 +128,15 @@ impl Slot {
 /// so a link whose queue comes and goes does not reallocate each time.
 const RING_TRIM_ABOVE: usize = 256;
 
+/// How many slots ahead of the one it writes or reads a ring prefetches (four lines): a
+/// deep queue, as behind a bottleneck, is written at its tail and read at its head a queue's
+/// length apart, long enough for both ends to leave the cache, and each slot's miss, and the
+/// miss of every store into a line that is not cached, would otherwise hold up the event.
+/// The position is not wrapped: past the end of the buffer the hint fetches a useless line,
+/// which costs less than the masking (slots near the end, and rings of fewer slots, go
+/// without).
+const RING_AHEAD: usize = 8;
+
 /// A FIFO of slots whose front is kept inline, in the link direction's first cache line, and
 /// the rest in a power-of-two ring that grows (by doubling) only when full. Most link
 /// directions of a many-flow run hold one packet at a time (an access link carrying one
@@ -203,6 +213,7 @@ impl Ring {
             }
             let k = self.pos(self.len());
             self.rest[k] = s;
+            prefetch(self.rest.as_ptr().wrapping_add(k + RING_AHEAD));
         }
         self.len += 1;
     }
@@ -236,6 +247,7 @@ impl Ring {
             let h = self.head as usize & m;
             self.first = self.rest[h];
             self.head = ((h + 1) & m) as u32;
+            prefetch(self.rest.as_ptr().wrapping_add(h + RING_AHEAD));
         }
         s
     }
