@@ -28,6 +28,15 @@ struct RouteStart {
     link: u32,
 }
 
+/// Where a packet goes when it leaves a link direction, see [`Net::after`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Next {
+    /// Into this link direction.
+    Link(usize),
+    /// To this flow's endpoint.
+    Flow(usize),
+}
+
 /// Clock, scheduler, pool, links and routes.
 pub struct Net {
     /// Current simulated time.
@@ -38,9 +47,11 @@ pub struct Net {
     pub pool: PacketPool,
     /// Every link direction, indexed by the ids routes use.
     pub links: Vec<LinkDir>,
-    /// Every route's link-direction indices, one route after another, each followed by
-    /// [`Net::END`]; a packet's position in this table travels with it through the link
-    /// directions (see [`LinkDir::offer`]).
+    /// Every route's link-direction indices, one route after another, each followed by its
+    /// flow's index marked with [`Net::DEST`]; a packet's position in this table travels with
+    /// it through the link directions (see [`LinkDir::offer`]). One read tells where an
+    /// arrived packet goes next, a link direction or its flow's endpoint, so a delivery
+    /// finds the endpoint without waiting for the packet's header.
     hops: Vec<u32>,
     /// Where each route starts in `hops`, with its first link direction; packets are created
     /// with their route's index.
@@ -57,22 +68,32 @@ pub struct Net {
 }
 
 impl Net {
-    /// Marks the end of a route in the hop table.
-    const END: u32 = u32::MAX;
+    /// Marks the end of a route in the hop table, or'ed with the route's flow.
+    const DEST: u32 = 1 << 31;
 
     /// An idle network at time zero over `links`, with `routes` as lists of link-direction
-    /// indices (a packet names its route by its index in this list) and `flows` flows.
-    pub fn new(sched: Scheduler, links: Vec<LinkDir>, routes: &[Vec<u32>], flows: usize) -> Net {
+    /// indices (a packet names its route by its index in this list), `route_flow` the flow
+    /// each route belongs to, and `flows` flows. Link-direction and flow indices are below
+    /// 2^28 (see [`crate::event::ComponentId`]).
+    pub fn new(
+        sched: Scheduler,
+        links: Vec<LinkDir>,
+        routes: &[Vec<u32>],
+        route_flow: &[u32],
+        flows: usize,
+    ) -> Net {
+        debug_assert!(links.len() < Self::DEST as usize && flows < Self::DEST as usize);
         let mut hops = Vec::with_capacity(routes.iter().map(|r| r.len() + 1).sum());
         let mut route_start = Vec::with_capacity(routes.len());
         let mut hop_route = Vec::with_capacity(hops.capacity());
         for (k, r) in routes.iter().enumerate() {
+            let end = Self::DEST | route_flow[k];
             route_start.push(RouteStart {
                 hop: hops.len() as u32,
-                link: r.first().copied().unwrap_or(Self::END),
+                link: r.first().copied().unwrap_or(end),
             });
             hops.extend_from_slice(r);
-            hops.push(Self::END);
+            hops.push(end);
             hop_route.resize(hops.len(), k as u32);
         }
         Net {
@@ -125,12 +146,12 @@ impl Net {
         }
     }
 
-    /// Handle the live event of link `l`: move one arrived packet on, or hand it back when it
-    /// has reached its destination (the caller frees it). Returns `None`, with the link
-    /// re-armed for its next arrival, when no packet is due. Moving a packet on reads only
-    /// the link's record of it, not the packet.
+    /// Handle the live event of link `l`: move one arrived packet on, or hand it back with
+    /// its flow's index when it has reached its destination (the caller frees it). Returns
+    /// `None`, with the link re-armed for its next arrival, when no packet is due. Moving a
+    /// packet on reads only the link's record of it, not the packet.
     #[inline(always)]
-    pub fn link_arrival(&mut self, l: usize) -> Option<Option<PacketId>> {
+    pub fn link_arrival(&mut self, l: usize) -> Option<Option<(PacketId, usize)>> {
         let link = &mut self.links[l];
         let Some(a) = link.pop_arrived(self.now) else {
             link.rearm(&mut self.sched);
@@ -141,32 +162,25 @@ impl Net {
             return Some(None);
         }
         let hop = a.hop + 1;
-        let link = self.hops[hop as usize];
-        if link != Self::END {
-            self.offer(link as usize, a.pkt, a.size, hop);
+        let next = self.hops[hop as usize];
+        if next & Self::DEST == 0 {
+            self.offer(next as usize, a.pkt, a.size, hop);
             Some(None)
         } else {
             self.counters.delivered += 1;
-            Some(Some(a.pkt))
+            Some(Some((a.pkt, (next & !Self::DEST) as usize)))
         }
     }
 
-    /// The link direction after hop position `hop`, or `None` where the route ends (a
+    /// Where a packet at hop position `hop` goes when it leaves that hop's link direction (a
     /// prefetch hint's lookup).
     #[inline(always)]
-    pub(crate) fn next_link(&self, hop: u32) -> Option<usize> {
-        match self.hops.get(hop as usize + 1) {
-            Some(&l) if l != Self::END => Some(l as usize),
-            _ => None,
-        }
-    }
-
-    /// For each hop position, the flow of its route, given each route's flow.
-    pub(crate) fn hop_flows(&self, route_flow: &[u32]) -> Vec<u32> {
-        self.hop_route
-            .iter()
-            .map(|&r| route_flow[r as usize])
-            .collect()
+    pub(crate) fn after(&self, hop: u32) -> Option<Next> {
+        let &next = self.hops.get(hop as usize + 1)?;
+        Some(match next & Self::DEST {
+            0 => Next::Link(next as usize),
+            _ => Next::Flow((next & !Self::DEST) as usize),
+        })
     }
 
     /// Packets currently inside links.

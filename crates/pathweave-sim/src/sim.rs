@@ -3,7 +3,7 @@
 
 use crate::event::{ComponentId, Kind, Scheduler, Timer};
 use crate::link::LinkDir;
-use crate::net::Net;
+use crate::net::{Net, Next};
 use crate::packet::PacketKind;
 use crate::prefetch::prefetch;
 use crate::results::*;
@@ -66,8 +66,6 @@ pub struct Simulation {
     link_series: LinkSeries,
     /// Whether the event loop prefetches for the events ahead (see [`PREFETCH_MIN_FLOWS`]).
     prefetch: bool,
-    /// The flow of each hop position, for prefetching a delivery's flow entry.
-    hop_flow: Vec<u32>,
 }
 
 /// How many flows ahead the sampler prefetches each stage (see
@@ -106,7 +104,6 @@ impl Simulation {
             }
             flow_routes.push(pairs);
         }
-        let mut net = Net::new(sched, links, &routes, scenario.flows.len());
         let mut route_flow = vec![0u32; routes.len()];
         for (i, pairs) in flow_routes.iter().enumerate() {
             for &(data, ack) in pairs {
@@ -114,7 +111,7 @@ impl Simulation {
                 route_flow[ack as usize] = i as u32;
             }
         }
-        let hop_flow = net.hop_flows(&route_flow);
+        let mut net = Net::new(sched, links, &routes, &route_flow, scenario.flows.len());
         let mut flows = Vec::with_capacity(scenario.flows.len());
         for (i, f) in scenario.flows.iter().enumerate() {
             let window = (f.start, f.stop);
@@ -227,7 +224,6 @@ impl Simulation {
             link_series: LinkSeries::default(),
             scenario: scenario.clone(),
             prefetch: scenario.flows.len() >= PREFETCH_MIN_FLOWS,
-            hop_flow,
         };
         if let Some(&(t, _, _)) = sim.timeline.first() {
             sim.timeline_timer
@@ -304,17 +300,16 @@ impl Simulation {
 
     /// Prefetch, as a pipeline over the events ahead in the current run, what a link event
     /// reads, each stage from what the stage before brought in: for the third event ahead
-    /// (counting the next as the first) its link direction's three per-packet lines; for the
-    /// second, reading the head packet from that record (where the ring keeps it inline), the
-    /// head packet's header, the slot behind the head and either the next link direction's three lines or, if the
-    /// packet's route ends there, its flow's entry (two lines). A hint only: an event pushed
-    /// in between, a stale event or a packet that does not arrive yet wastes a prefetch and
-    /// changes nothing else.
+    /// (counting the next as the first) the line of its link direction that an arrival
+    /// reads; for the second, reading the front packet from that line, the packet's header,
+    /// the slot behind it and either the two lines of the next link direction that an
+    /// admission reads or, if the packet's route ends there, its flow's entry (two lines).
+    /// A hint only: an event pushed in between, a stale event or a packet that does not
+    /// arrive yet wastes a prefetch and changes nothing else.
     #[inline(always)]
     fn prefetch_ahead(&self) {
         if let Some(d) = self.link_ahead(2) {
             prefetch(d.line(0));
-            prefetch(d.line(1));
             prefetch(d.line(2));
         }
         let Some(d) = self.link_ahead(1) else {
@@ -327,18 +322,21 @@ impl Simulation {
         if let Some(s) = d.second_slot() {
             prefetch(s);
         }
-        if let Some(n) = self.net.next_link(hop).and_then(|l| self.net.links.get(l)) {
-            prefetch(n.line(0));
-            prefetch(n.line(1));
-            prefetch(n.line(2));
-        } else if let Some(e) = self
-            .hop_flow
-            .get(hop as usize)
-            .and_then(|&f| self.flows.get(f as usize))
-        {
-            let a = (e as *const Flow).cast::<u8>();
-            prefetch(a);
-            prefetch(a.wrapping_add(64));
+        match self.net.after(hop) {
+            Some(Next::Link(l)) => {
+                if let Some(n) = self.net.links.get(l) {
+                    prefetch(n.line(0));
+                    prefetch(n.line(1));
+                }
+            }
+            Some(Next::Flow(f)) => {
+                if let Some(e) = self.flows.get(f) {
+                    let a = (e as *const Flow).cast::<u8>();
+                    prefetch(a);
+                    prefetch(a.wrapping_add(64));
+                }
+            }
+            None => {}
         }
     }
 
@@ -399,12 +397,14 @@ impl Simulation {
             return;
         }
         while let Some(arrival) = self.net.link_arrival(l) {
-            if let Some(id) = arrival {
+            if let Some((id, flow)) = arrival {
                 // A data segment's receiver reads its header only; an ACK's sender gets the
                 // whole packet, SACK blocks included. The slot is freed before the endpoint
-                // sends, which reuses it.
+                // sends, which reuses it. The flow comes from the route, so its entry is
+                // reached without waiting for the header.
                 let h = self.net.pool.header(id);
-                match (&mut self.flows[h.flow as usize], h.kind) {
+                debug_assert_eq!(h.flow as usize, flow);
+                match (&mut self.flows[flow], h.kind) {
                     (Flow::Tcp { snd, .. }, PacketKind::Ack) => {
                         let p = self.net.pool.packet(h, id);
                         self.net.pool.free(id);
