@@ -694,7 +694,8 @@ impl TcpSender {
                     });
                 }
                 for k in 0..n {
-                    let i = self.order[k];
+                    // A single path needs no order (and its vector is a cache line of its own).
+                    let i = if n == 1 { 0 } else { self.order[k] };
                     self.subs[i].send(
                         net,
                         &mut self.cc,
