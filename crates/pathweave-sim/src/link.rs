@@ -124,9 +124,8 @@ impl Slot {
     };
 }
 
-/// Slots above which a ring buffer gives its room back when no packet is left behind the
-/// front (8 KB); smaller buffers keep theirs, so a link whose queue comes and goes does not
-/// reallocate each time.
+/// Slots above which an emptied ring gives its room back (8 KB); smaller rings keep theirs,
+/// so a link whose queue comes and goes does not reallocate each time.
 const RING_TRIM_ABOVE: usize = 256;
 
 /// How many slots ahead of the one it writes or reads a ring prefetches (four lines): a
@@ -138,74 +137,148 @@ const RING_TRIM_ABOVE: usize = 256;
 /// without).
 const RING_AHEAD: usize = 8;
 
-/// The packets a link direction holds behind its front one, in a power-of-two ring buffer
-/// that grows (by doubling) only when full; the front itself is inline in the record's first
-/// cache line (see [`LinkDir`]). Most link directions of a many-flow run hold one packet at a
-/// time (an access link carrying one flow's packets far apart), and then neither admitting
-/// nor delivering it reaches this part. Positions are masked with `rest.len() - 1`, not a
-/// stored mask: the bounds check loads the length anyway.
-#[derive(Debug, Default)]
-struct Behind {
-    /// The second packet held is at `head`, the others after it.
+/// A FIFO of slots whose front is kept inline, in the link direction's first cache line, and
+/// the rest in a power-of-two ring that grows (by doubling) only when full. Most link
+/// directions of a many-flow run hold one packet at a time (an access link carrying one
+/// flow's packets far apart), and then neither admitting nor delivering it touches memory
+/// beyond the record; an arrival, and the prefetch hint for it, read the front from the
+/// record instead of following a pointer. Ring positions are masked with `rest.len() - 1`,
+/// not a stored mask: the bounds check loads the length anyway.
+#[derive(Debug)]
+#[repr(C)]
+struct Ring {
+    /// Entry 0, valid while `len > 0`.
+    first: Slot,
+    /// Entries 1 to `len - 1`, entry 1 at `head`.
     rest: Box<[Slot]>,
     head: u32,
+    /// Entries held, the front included.
+    len: u32,
 }
 
-impl Behind {
-    /// Position in `rest` of the packet `i >= 1` from the front.
+impl Default for Ring {
+    fn default() -> Self {
+        Ring {
+            first: Slot::EMPTY,
+            rest: Box::default(),
+            head: 0,
+            len: 0,
+        }
+    }
+}
+
+impl Ring {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+    /// Position in `rest` of entry `i >= 1`.
     #[inline(always)]
     fn pos(&self, i: usize) -> usize {
         (self.head as usize + i - 1) & self.rest.len().wrapping_sub(1)
     }
-    /// Double the room for the `held - 1` packets behind the front, keeping their order.
+    /// Entry `i` from the front; `i < len`.
+    #[inline(always)]
+    fn at(&self, i: usize) -> &Slot {
+        if i == 0 {
+            &self.first
+        } else {
+            &self.rest[self.pos(i)]
+        }
+    }
+    #[inline(always)]
+    fn at_mut(&mut self, i: usize) -> &mut Slot {
+        if i == 0 {
+            &mut self.first
+        } else {
+            let k = self.pos(i);
+            &mut self.rest[k]
+        }
+    }
+    #[inline(always)]
+    fn get(&self, i: usize) -> Option<&Slot> {
+        (i < self.len()).then(|| self.at(i))
+    }
+    #[inline(always)]
+    fn back(&self) -> Option<&Slot> {
+        self.len().checked_sub(1).map(|i| self.at(i))
+    }
+    #[inline(always)]
+    fn push_back(&mut self, s: Slot) {
+        if self.len == 0 {
+            self.first = s;
+        } else {
+            if self.len() - 1 == self.rest.len() {
+                self.grow();
+            }
+            let k = self.pos(self.len());
+            self.rest[k] = s;
+            prefetch(self.rest.as_ptr().wrapping_add(k + RING_AHEAD));
+        }
+        self.len += 1;
+    }
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, held: usize) {
+    fn grow(&mut self) {
         let cap = (2 * self.rest.len()).max(4);
         let mut rest = Vec::with_capacity(cap);
-        rest.extend((1..held).map(|i| self.rest[self.pos(i)]));
+        rest.extend((1..self.len()).map(|i| *self.at(i)));
         rest.resize(cap, Slot::EMPTY);
         self.rest = rest.into_boxed_slice();
         self.head = 0;
     }
-    /// Start again from the first position, which holds nothing now; give back the room of
-    /// a buffer that once held more than [`RING_TRIM_ABOVE`] packets: it keeps the size of
-    /// its longest queue so far, so without this the access links of a many-flow run hold
-    /// what their first slow start's bursts needed. Packets queued behind the next front are
-    /// written where the last ones were, in lines still likely cached, instead of further
-    /// round a buffer sized for the longest queue.
-    #[inline(always)]
-    fn emptied(&mut self) {
-        self.head = 0;
-        if self.rest.len() > RING_TRIM_ABOVE {
-            self.trim();
-        }
-    }
+    /// Give back the room of an empty ring that once held more than [`RING_TRIM_ABOVE`]
+    /// packets: a ring keeps the size of its longest queue so far, so without this the
+    /// access links of a many-flow run hold what their first slow start's bursts needed.
     #[cold]
     #[inline(never)]
-    fn trim(&mut self) {
+    fn trim_empty(&mut self) {
+        debug_assert_eq!(self.len, 0);
         self.rest = Box::default();
+        self.head = 0;
+    }
+    /// Remove the front entry; `len > 0`. The entry behind it moves inline.
+    #[inline(always)]
+    fn pop_front(&mut self) -> Slot {
+        let s = self.first;
+        self.len -= 1;
+        if self.len != 0 {
+            let m = self.rest.len().wrapping_sub(1);
+            let h = self.head as usize & m;
+            self.first = self.rest[h];
+            self.head = ((h + 1) & m) as u32;
+            prefetch(self.rest.as_ptr().wrapping_add(h + RING_AHEAD));
+        }
+        s
+    }
+    /// The address of entry 1, if held, for a prefetch hint.
+    #[inline(always)]
+    fn second_addr(&self) -> Option<*const u8> {
+        (self.len > 1).then(|| {
+            let m = self.rest.len().wrapping_sub(1);
+            self.rest
+                .as_ptr()
+                .wrapping_add(self.head as usize & m)
+                .cast::<u8>()
+        })
+    }
+    fn iter(&self) -> impl Iterator<Item = &Slot> + '_ {
+        (0..self.len()).map(|i| self.at(i))
     }
 }
 
-/// Serialisation times of the two packet sizes seen last, at the current rate, in ns, as
-/// `i32` so that they widen by sign extension: -1 stands for "never" (`u64::MAX`: a zero
-/// rate, or a link that is down, so that planning a packet checks one value). Times of
-/// 2^31 ns (2.1 s) or more, which only very slow links take, are not kept and are computed
-/// for each packet. Sixteen bytes, to leave room for the rest of the admission in its line.
+/// Serialisation times of the two packet sizes seen last, at the current rate, in ns;
+/// `u64::MAX` stands for "never" (a zero rate, or a link that is down, so that planning a
+/// packet checks one value).
 #[derive(Clone, Copy, Debug)]
 struct TxCache {
     size: [u32; 2],
-    ns: [i32; 2],
+    ns: [u64; 2],
 }
 
 impl TxCache {
     fn new(rate: Bandwidth, up: bool) -> Self {
-        // A packet of no bytes takes no time, or never goes (down, or a zero rate).
-        let ns = match Self::compute(rate, 0, up) {
-            0 => 0,
-            _ => -1,
-        };
+        let ns = Self::compute(rate, 0, up);
         TxCache {
             size: [0; 2],
             ns: [ns; 2],
@@ -219,20 +292,13 @@ impl TxCache {
             false => u64::MAX,
         }
     }
-    /// The cached form of `ns`, if it has one.
-    fn narrow(ns: u64) -> Option<i32> {
-        match ns {
-            u64::MAX => Some(-1),
-            _ => i32::try_from(ns).ok(),
-        }
-    }
     /// The time for `size` bytes at `rate` on a link that is `up` (read only on a miss).
     #[inline]
     fn get(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
         if size == self.size[0] {
-            self.ns[0] as i64 as u64
+            self.ns[0]
         } else if size == self.size[1] {
-            self.ns[1] as i64 as u64
+            self.ns[1]
         } else {
             self.miss(size, rate, up)
         }
@@ -240,10 +306,8 @@ impl TxCache {
     #[cold]
     fn miss(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
         let ns = Self::compute(*rate, size, up);
-        if let Some(n) = Self::narrow(ns) {
-            self.size = [size, self.size[0]];
-            self.ns = [n, self.ns[0]];
-        }
+        self.size = [size, self.size[0]];
+        self.ns = [ns, self.ns[0]];
         ns
     }
 }
@@ -302,62 +366,30 @@ pub enum Offer {
 
 #[cfg(test)]
 mod layout {
-    use super::LinkDir;
-    use std::mem::{align_of, offset_of, size_of, size_of_val};
+    use super::{Counts, LinkDir, Ring};
+    use std::mem::{align_of, offset_of, size_of};
 
-    /// What a packet's arrival at the far end reads fills the first cache line of an aligned
-    /// link direction, what its admission reads beyond that the second, the packets behind
-    /// the front and what rarely changes the third.
+    /// The per-packet fields fill the first three cache lines of an aligned link direction,
+    /// the rare counters the fourth.
     #[test]
     fn link_direction_fields_sit_in_their_cache_lines() {
-        use super::{LinkDirSpec, LossModel, QueueSpec};
-        use crate::event::{ComponentId, Kind};
-        use crate::red::RedParams;
-        use crate::rng::{LazyStream, Purpose};
-        use pathweave_cc::{Bandwidth, Duration};
         assert_eq!(align_of::<LinkDir>(), 64);
-        assert_eq!(size_of::<LinkDir>(), 192);
-        let spec = LinkDirSpec {
-            rate: Bandwidth::from_bps(1_000_000),
-            delay: Duration(1),
-            queue: QueueSpec::Red(RedParams::default()),
-            loss: LossModel::None,
-        };
-        let l = LinkDir::new(
-            &spec,
-            ComponentId::new(Kind::Link, 0),
-            LazyStream::new(1, Purpose::Link, 0),
-        );
+        assert_eq!(size_of::<LinkDir>(), 256);
         let line = |off: usize| off / 64;
-        macro_rules! in_line {
-            ($n:expr, $($f:ident),+) => {$(
-                let off = offset_of!(LinkDir, $f);
-                assert_eq!(line(off), $n, stringify!($f));
-                assert_eq!(line(off + size_of_val(&l.$f) - 1), $n, stringify!($f));
-            )+};
-        }
-        in_line!(
-            0,
-            first,
-            held,
-            started,
-            waiting_pkts,
-            id,
-            timer,
-            waiting_bytes
-        );
-        in_line!(
-            1,
-            busy_until,
-            delay,
-            tx,
-            accepted,
-            accepted_bytes,
-            limit_bytes,
-            limit_pkts
-        );
-        in_line!(1, red, up, lossy);
-        in_line!(2, behind, tail_arrive, cold, drops_overflow, drops_wire);
+        let last = |off: usize, size: usize| line(off + size - 1);
+        assert_eq!(line(offset_of!(LinkDir, ring)), 0);
+        assert_eq!(last(offset_of!(LinkDir, ring), size_of::<Ring>()), 0);
+        assert_eq!(line(offset_of!(LinkDir, started)), 0);
+        assert_eq!(line(offset_of!(LinkDir, waiting_pkts)), 0);
+        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 1);
+        assert_eq!(line(offset_of!(LinkDir, busy_until)), 1);
+        assert_eq!(last(offset_of!(LinkDir, cold), 8), 1);
+        assert_eq!(line(offset_of!(LinkDir, id)), 2);
+        assert_eq!(line(offset_of!(LinkDir, lossy)), 2);
+        assert_eq!(line(offset_of!(LinkDir, admit)), 2);
+        assert_eq!(last(offset_of!(LinkDir, counts), size_of::<Counts>()), 2);
+        assert_eq!(last(offset_of!(LinkDir, tail_arrive), 8), 2);
+        assert_eq!(line(offset_of!(LinkDir, rare)), 3);
     }
 
     /// A held packet takes half a cache line.
@@ -367,9 +399,32 @@ mod layout {
     }
 }
 
-/// Counters only RED (early and forced drops) or wire losses (their bytes) move, kept in the
-/// cold part that RED and the loss model reach anyway.
+/// How arrivals are admitted: a drop-tail limit checked inline, or RED in the cold part.
+#[derive(Clone, Copy, Debug)]
+enum Admit {
+    Packets(u32),
+    Bytes(u64),
+    Red,
+}
+
+/// The counters a link direction keeps; [`LinkDir::stats`] derives the others (arrivals are
+/// the accepted plus the dropped packets, deliveries the accepted minus those lost on the
+/// wire and those still held), so the per-packet path counts only acceptances. The counters
+/// every link can move, and the sampler reads, sit with the per-packet fields; those only RED
+/// or a lossy wire move are in [`RareCounts`].
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct Counts {
+    accepted: u64,
+    accepted_bytes: u64,
+    drops_overflow: u64,
+    drops_wire: u64,
+}
+
+/// Counters only RED (early and forced drops) or wire losses (their bytes) move. Aligned to
+/// a cache line of their own, the last of a link direction.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
 struct RareCounts {
     drops_early: u64,
     drops_forced: u64,
@@ -395,96 +450,66 @@ struct Cold {
     /// Whether the link was down at the last re-plan (its horizon is then not the end of a
     /// transmission).
     down_planned: bool,
-    rare: RareCounts,
 }
 
 /// One direction of a link.
 ///
-/// Laid out in cache lines for runs with many links, where each one is touched rarely and
-/// every line a packet touches is likely a miss (and on the development machine a miss costs
-/// about 9 ns of the memory system's throughput even when prefetched in time):
-///
-/// 0. what a packet's arrival at the far end reads and writes when the direction holds no
-///    other packet: the front packet, the held, started and waiting counts, the timer and
-///    the component to re-arm it for;
-/// 1. what admitting a packet reads beyond that: the transmitter's horizon, the delay, the
-///    serialisation cache, the acceptance counters and the drop-tail limits;
-/// 2. the packets behind the front, the arrival time of the last one, the cold part's
-///    pointer and the drop counters.
-///
-/// So the common arrival on an access link of a many-flow run touches one line and an
-/// admission two; a queue, as behind a bottleneck, adds the third and the ring buffer.
-///
-/// The counters are few: [`LinkDir::stats`] derives arrivals (the accepted plus the dropped
-/// packets) and deliveries (the accepted minus those lost on the wire and those still held),
-/// so the per-packet path counts only acceptances.
+/// Laid out in cache lines (a run with many links touches each one rarely, so every line a
+/// packet or a sample touches is likely a miss): the ring with its front inline and the
+/// waiting packets and started count in the first; the waiting bytes, the transmitter's
+/// horizon, delay, serialisation cache, timer and the cold pointer in the second; the
+/// admission, the common counters and the last packet's arrival in the third; the rare
+/// counters in the fourth. A packet's admission and arrival touch the first three; a sample
+/// of a drop-tail link all three.
 #[repr(C, align(64))]
 pub struct LinkDir {
-    /// The front packet, valid while `held > 0`.
-    first: Slot,
-    /// Packets held: the front and those in `behind`.
-    held: u32,
-    /// Held packets (from the front) whose transmission has started.
-    started: u32,
+    ring: Ring,
     waiting_pkts: u32,
-    id: ComponentId,
-    timer: Timer,
+    /// Ring entries (from the front) whose transmission has started.
+    started: u32,
     waiting_bytes: u64,
-
     /// When the transmitter finishes everything accepted so far.
     busy_until: Instant,
     delay: Duration,
     tx: TxCache,
-    accepted: u64,
-    accepted_bytes: u64,
-    /// Drop-tail limits: the one not configured is the largest value, which the checks
-    /// never reach.
-    limit_bytes: u64,
-    limit_pkts: u32,
-    /// Whether RED (in the cold part) admits arrivals instead of the limits.
-    red: bool,
+    timer: Timer,
+    cold: Box<Cold>,
+    id: ComponentId,
     up: bool,
     /// Whether the loss model can ever lose a packet.
     lossy: bool,
-
-    behind: Behind,
-    /// The arrival time of the last packet held, valid while `held > 1` (with one, the
-    /// front's): the next packet's arrival is planned from it, and reading it here spares a
-    /// read of the ring's tail.
+    admit: Admit,
+    counts: Counts,
+    /// The arrival time of the ring's last slot, valid while the ring holds a packet: the
+    /// next packet's arrival is planned from it, and reading it here spares a read of the
+    /// ring's tail.
     tail_arrive: Instant,
-    cold: Box<Cold>,
-    drops_overflow: u64,
-    drops_wire: u64,
+    rare: RareCounts,
 }
 
 impl LinkDir {
     /// A link direction that is idle at time zero.
     pub fn new(spec: &LinkDirSpec, id: ComponentId, rng: LazyStream) -> Self {
-        let (limit_pkts, limit_bytes, red) = match &spec.queue {
-            QueueSpec::DropTail(Limit::Packets(n)) => (*n, u64::MAX, None),
-            QueueSpec::DropTail(Limit::Bytes(b)) => (u32::MAX, *b, None),
-            QueueSpec::Red(p) => (u32::MAX, u64::MAX, Some(Box::new(Red::new(*p, spec.rate)))),
+        let (admit, red) = match &spec.queue {
+            QueueSpec::DropTail(Limit::Packets(n)) => (Admit::Packets(*n), None),
+            QueueSpec::DropTail(Limit::Bytes(b)) => (Admit::Bytes(*b), None),
+            QueueSpec::Red(p) => (Admit::Red, Some(Box::new(Red::new(*p, spec.rate)))),
         };
         LinkDir {
-            first: Slot::EMPTY,
-            held: 0,
+            ring: Ring::default(),
+            tail_arrive: Instant::ZERO,
             started: 0,
             waiting_pkts: 0,
-            id,
-            timer: Timer::default(),
-            waiting_bytes: 0,
+            up: true,
+            lossy: spec.loss != LossModel::None,
             busy_until: Instant::ZERO,
             delay: spec.delay,
             tx: TxCache::new(spec.rate, true),
-            accepted: 0,
-            accepted_bytes: 0,
-            limit_bytes,
-            limit_pkts,
-            red: red.is_some(),
-            up: true,
-            lossy: spec.loss != LossModel::None,
-            behind: Behind::default(),
-            tail_arrive: Instant::ZERO,
+            timer: Timer::default(),
+            id,
+            waiting_bytes: 0,
+            admit,
+            counts: Counts::default(),
             cold: Box::new(Cold {
                 held_end: Instant::ZERO,
                 down_planned: false,
@@ -493,88 +518,16 @@ impl LinkDir {
                 loss: spec.loss,
                 channel_bad: false,
                 rng,
-                rare: RareCounts::default(),
             }),
-            drops_overflow: 0,
-            drops_wire: 0,
+            rare: RareCounts::default(),
         }
-    }
-
-    /// Held packet `i` from the front; `i < held`.
-    #[inline(always)]
-    fn slot(&self, i: usize) -> &Slot {
-        if i == 0 {
-            &self.first
-        } else {
-            &self.behind.rest[self.behind.pos(i)]
-        }
-    }
-    #[inline(always)]
-    fn slot_mut(&mut self, i: usize) -> &mut Slot {
-        if i == 0 {
-            &mut self.first
-        } else {
-            let k = self.behind.pos(i);
-            &mut self.behind.rest[k]
-        }
-    }
-    #[inline(always)]
-    fn get_slot(&self, i: usize) -> Option<&Slot> {
-        (i < self.held as usize).then(|| self.slot(i))
-    }
-    fn slots(&self) -> impl Iterator<Item = &Slot> + '_ {
-        (0..self.held as usize).map(|i| self.slot(i))
-    }
-    /// The arrival time the next packet may not precede: the last held packet's.
-    #[inline(always)]
-    fn prev_arrive(&self) -> Instant {
-        match self.held {
-            0 => Instant::ZERO,
-            1 => self.first.arrive,
-            _ => self.tail_arrive,
-        }
-    }
-    /// Append a packet to the FIFO.
-    #[inline(always)]
-    fn push_slot(&mut self, s: Slot) {
-        if self.held == 0 {
-            self.first = s;
-        } else {
-            let b = &mut self.behind;
-            if self.held as usize - 1 == b.rest.len() {
-                b.grow(self.held as usize);
-            }
-            let k = b.pos(self.held as usize);
-            b.rest[k] = s;
-            prefetch(b.rest.as_ptr().wrapping_add(k + RING_AHEAD));
-            self.tail_arrive = s.arrive;
-        }
-        self.held += 1;
-    }
-    /// Remove the front packet; `held > 0`. The packet behind it moves inline.
-    #[inline(always)]
-    fn pop_slot(&mut self) -> Slot {
-        let s = self.first;
-        self.held -= 1;
-        if self.held != 0 {
-            let b = &mut self.behind;
-            let m = b.rest.len().wrapping_sub(1);
-            let h = b.head as usize & m;
-            self.first = b.rest[h];
-            b.head = ((h + 1) & m) as u32;
-            prefetch(b.rest.as_ptr().wrapping_add(h + RING_AHEAD));
-            if self.held == 1 {
-                b.emptied();
-            }
-        }
-        s
     }
 
     /// Move packets whose transmission has started by `now` out of the waiting count.
     #[inline(always)]
     fn advance(&mut self, now: Instant) {
-        while self.started < self.held {
-            let s = *self.slot(self.started as usize);
+        while (self.started as usize) < self.ring.len() {
+            let s = self.ring.at(self.started as usize);
             if s.start > now {
                 break;
             }
@@ -592,50 +545,51 @@ impl LinkDir {
 
     /// The counters so far.
     pub fn stats(&self) -> LinkStats {
-        let r = &self.cold.rare;
-        let held = self.held as u64;
-        let held_bytes: u64 = self.slots().map(|s| s.size as u64).sum();
+        let (c, r) = (&self.counts, &self.rare);
+        let held = self.ring.len() as u64;
+        let held_bytes: u64 = self.ring.iter().map(|s| s.size as u64).sum();
         LinkStats {
-            arrivals: self.accepted + self.drops_overflow + r.drops_early + r.drops_forced,
-            accepted: self.accepted,
-            accepted_bytes: self.accepted_bytes,
-            delivered: self.accepted - self.drops_wire - held,
-            delivered_bytes: self.accepted_bytes - r.wire_bytes - held_bytes,
-            drops_overflow: self.drops_overflow,
+            arrivals: c.accepted + c.drops_overflow + r.drops_early + r.drops_forced,
+            accepted: c.accepted,
+            accepted_bytes: c.accepted_bytes,
+            delivered: c.accepted - c.drops_wire - held,
+            delivered_bytes: c.accepted_bytes - r.wire_bytes - held_bytes,
+            drops_overflow: c.drops_overflow,
             drops_early: r.drops_early,
             drops_forced: r.drops_forced,
-            drops_wire: self.drops_wire,
+            drops_wire: c.drops_wire,
         }
     }
 
     /// Congestive drops (buffer overflow and RED) and wire losses so far: the drop counters
     /// of [`LinkDir::stats`] without its walk over the held packets.
     pub fn drop_counts(&self) -> (u64, u64) {
-        // Only RED drops early or forced: a drop-tail link answers without its cold part.
-        let congestive = match self.red {
-            true => self.drops_overflow + self.cold.rare.drops_early + self.cold.rare.drops_forced,
-            false => self.drops_overflow,
+        let c = &self.counts;
+        let congestive = match self.admit {
+            // Only RED drops early or forced; a drop-tail link leaves its rare counters alone.
+            Admit::Red => c.drops_overflow + self.rare.drops_early + self.rare.drops_forced,
+            Admit::Packets(_) | Admit::Bytes(_) => c.drops_overflow,
         };
-        (congestive, self.drops_wire)
+        (congestive, c.drops_wire)
     }
 
     /// RED's average queue, if the link runs RED. A drop-tail link answers without reaching
     /// its cold part.
     pub fn red_average(&self) -> Option<f64> {
-        match self.red {
-            true => self.cold.red.as_deref().map(Red::average),
-            false => None,
+        match self.admit {
+            Admit::Red => self.cold.red.as_deref().map(Red::average),
+            Admit::Packets(_) | Admit::Bytes(_) => None,
         }
     }
 
     /// Packets accepted and not yet delivered (waiting, on the wire or propagating).
     pub fn in_link(&self) -> usize {
-        self.held as usize
+        self.ring.len()
     }
 
     /// Iterate over the packets held by the link.
     pub fn packets(&self) -> impl Iterator<Item = PacketId> + '_ {
-        self.slots().map(|s| s.pkt)
+        self.ring.iter().map(|s| s.pkt)
     }
 
     /// The current rate.
@@ -656,23 +610,20 @@ impl LinkDir {
         sched: &mut Scheduler,
     ) -> Offer {
         self.advance(now);
-        let verdict = if self.red {
-            self.red_verdict(size, now)
-        } else if self.waiting_pkts >= self.limit_pkts
-            || self.waiting_bytes + size as u64 > self.limit_bytes
-        {
-            Verdict::Overflow
-        } else {
-            Verdict::Enqueue
+        let verdict = match self.admit {
+            Admit::Packets(n) if self.waiting_pkts >= n => Verdict::Overflow,
+            Admit::Bytes(b) if self.waiting_bytes + size as u64 > b => Verdict::Overflow,
+            Admit::Packets(_) | Admit::Bytes(_) => Verdict::Enqueue,
+            Admit::Red => self.red_verdict(size, now),
         };
         match verdict {
             Verdict::Enqueue => {
                 self.enqueue(pkt, size, hop, now, sched);
                 return Offer::Accepted;
             }
-            Verdict::EarlyDrop => self.cold.rare.drops_early += 1,
-            Verdict::ForcedDrop => self.cold.rare.drops_forced += 1,
-            Verdict::Overflow => self.drops_overflow += 1,
+            Verdict::EarlyDrop => self.rare.drops_early += 1,
+            Verdict::ForcedDrop => self.rare.drops_forced += 1,
+            Verdict::Overflow => self.counts.drops_overflow += 1,
         }
         Offer::Dropped
     }
@@ -700,12 +651,16 @@ impl LinkDir {
     #[inline(always)]
     fn enqueue(&mut self, pkt: PacketId, size: u32, hop: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
-        let prev = self.prev_arrive();
+        let prev = if self.ring.len == 0 {
+            Instant::ZERO
+        } else {
+            self.tail_arrive
+        };
         let (start, end, arrive) = self.plan(size, now.max(self.busy_until), prev);
         if self.up {
             self.busy_until = end;
         }
-        self.push_slot(Slot {
+        self.ring.push_back(Slot {
             pkt,
             size,
             hop,
@@ -720,9 +675,9 @@ impl LinkDir {
             self.waiting_pkts += 1;
             self.waiting_bytes += size as u64;
         }
-        self.accepted += 1;
-        self.accepted_bytes += size as u64;
-        if self.held == 1 && arrive != Instant::MAX {
+        self.counts.accepted += 1;
+        self.counts.accepted_bytes += size as u64;
+        if self.ring.len == 1 && arrive != Instant::MAX {
             self.timer.arm(arrive, self.id, sched);
         }
     }
@@ -786,8 +741,8 @@ impl LinkDir {
         if self.started == 0 {
             return None;
         }
-        if self.started < self.held {
-            let s = self.slot(self.started as usize).start;
+        if (self.started as usize) < self.ring.len() {
+            let s = self.ring.at(self.started as usize).start;
             if s != Instant::MAX {
                 return Some(s);
             }
@@ -803,13 +758,13 @@ impl LinkDir {
         let last_end = self.last_started_end();
         self.cold.held_end = last_end.unwrap_or(Instant::ZERO);
         let started = self.started as usize;
-        let last_started = started.checked_sub(1).and_then(|k| self.get_slot(k));
+        let last_started = started.checked_sub(1).and_then(|k| self.ring.get(k));
         let mut free = last_end.map_or(now, |e| e.max(now));
         let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
-        for i in started..self.held as usize {
-            let size = self.slot(i).size;
+        for i in started..self.ring.len() {
+            let size = self.ring.at(i).size;
             let (start, end, arrive) = self.plan(size, free, prev);
-            let s = self.slot_mut(i);
+            let s = self.ring.at_mut(i);
             s.start = start;
             s.arrive = arrive;
             free = end;
@@ -817,8 +772,8 @@ impl LinkDir {
         }
         self.busy_until = if self.up { free } else { now };
         self.cold.down_planned = !self.up;
-        if self.held > 1 {
-            self.tail_arrive = self.slot(self.held as usize - 1).arrive;
+        if let Some(s) = self.ring.back() {
+            self.tail_arrive = s.arrive;
         }
         self.rearm(sched);
     }
@@ -856,10 +811,10 @@ impl LinkDir {
     /// its way there, which the caller frees).
     #[inline(always)]
     pub fn pop_arrived(&mut self, now: Instant) -> Option<Arrived> {
-        if self.held == 0 || self.first.arrive > now {
+        if self.ring.len == 0 || self.ring.first.arrive > now {
             return None;
         }
-        let s = self.pop_slot();
+        let s = self.ring.pop_front();
         // The head has certainly started transmitting by now; if it was still counted as
         // waiting, count it out (later packets are counted out by `advance` when needed).
         if self.started == 0 {
@@ -869,8 +824,8 @@ impl LinkDir {
             self.started -= 1;
         }
         if s.lost {
-            self.drops_wire += 1;
-            self.cold.rare.wire_bytes += s.size as u64;
+            self.counts.drops_wire += 1;
+            self.rare.wire_bytes += s.size as u64;
         }
         Some(Arrived {
             pkt: s.pkt,
@@ -880,39 +835,43 @@ impl LinkDir {
         })
     }
 
-    /// The address of cache line `k` (0 to 2) of this record, for a prefetch hint: line 0
-    /// is what an arrival at the far end reads, lines 0 and 1 what an admission reads (see
-    /// [`LinkDir`]).
+    /// The address of cache line `k` (0 to 3) of this record, for a prefetch hint.
     #[inline(always)]
     pub(crate) fn line(&self, k: usize) -> *const u8 {
         (self as *const Self).cast::<u8>().wrapping_add(64 * k)
     }
 
-    /// The address of the packet behind the front, which the front's arrival moves into the
-    /// record, if two packets or more are held, for a prefetch hint.
+    /// The address of the slot behind the head, which the head's arrival moves into the
+    /// record, if the ring holds two packets or more, for a prefetch hint.
     #[inline(always)]
     pub(crate) fn second_slot(&self) -> Option<*const u8> {
-        (self.held > 1).then(|| {
-            let b = &self.behind;
-            let m = b.rest.len().wrapping_sub(1);
-            b.rest
-                .as_ptr()
-                .wrapping_add(b.head as usize & m)
-                .cast::<u8>()
-        })
+        self.ring.second_addr()
     }
 
-    /// The front packet and its tag, if any packet is held, for a prefetch hint.
+    /// The head packet and its tag, if any packet is held, for a prefetch hint.
     #[inline(always)]
     pub(crate) fn head_tag(&self) -> Option<(PacketId, u32)> {
-        (self.held != 0).then_some((self.first.pkt, self.first.hop))
+        (self.ring.len != 0).then_some((self.ring.first.pkt, self.ring.first.hop))
     }
 
-    /// After popping, schedule the next front packet's arrival.
+    /// After popping, schedule the next head arrival. An emptied ring's buffer starts again
+    /// from its first slot: the packets queued behind the next front are written where the
+    /// last ones were, in lines still likely cached, instead of further round a buffer sized
+    /// for the longest queue so far.
     #[inline(always)]
     pub fn rearm(&mut self, sched: &mut Scheduler) {
-        if self.held != 0 && self.first.arrive != Instant::MAX {
-            self.timer.arm(self.first.arrive, self.id, sched);
+        match self.ring.len {
+            1.. => {
+                if self.ring.first.arrive != Instant::MAX {
+                    self.timer.arm(self.ring.first.arrive, self.id, sched);
+                }
+            }
+            0 => {
+                self.ring.head = 0;
+                if self.ring.rest.len() > RING_TRIM_ABOVE {
+                    self.ring.trim_empty();
+                }
+            }
         }
     }
 }
@@ -962,16 +921,16 @@ mod tests {
             for k in 0..n {
                 l.offer(PacketId(k), 1000, 0, Instant(t0), &mut s);
             }
-            let room = l.behind.rest.len();
+            let room = l.ring.rest.len();
             assert!(room >= n as usize);
             // Packet k ends its transmission (k + 1) ms after t0 and arrives 10 ms later.
             for k in 0..n {
                 arrives_at(&mut l, k, t0 + (k as u64 + 11) * MS);
                 l.rearm(&mut s);
             }
-            assert_eq!(l.held, 0);
+            assert_eq!(l.ring.len, 0);
             let left = if kept { room } else { 0 };
-            assert_eq!(l.behind.rest.len(), left, "{n} packets");
+            assert_eq!(l.ring.rest.len(), left, "{n} packets");
             t0 += (n as u64 + 20) * MS;
             l.offer(PacketId(n), 1000, 0, Instant(t0), &mut s);
             arrives_at(&mut l, n, t0 + 11 * MS);
@@ -1024,9 +983,9 @@ mod tests {
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 13 * MS);
     }
-    /// The held packets, the front inline and the rest in the ring buffer, are a FIFO of
-    /// the accepted packets, and the arrival the next packet is planned from is the last
-    /// one's, after any sequence of offers, arrivals, rate and delay changes and outages.
+    /// The ring, with its front inline, is a FIFO of the accepted packets, and the record's
+    /// copy of the last slot's arrival equals the slot's, after any sequence of offers,
+    /// arrivals, rate and delay changes and outages.
     #[test]
     fn the_ring_is_a_fifo_and_the_tail_copy_follows_it() {
         use proptest::prelude::*;
@@ -1073,10 +1032,10 @@ mod tests {
                     Op::Up(up) => l.set_up(up, t, &mut s),
                 }
                 let ring: Vec<(u32, u32, u32)> =
-                    l.slots().map(|s| (s.pkt.0, s.size, s.hop)).collect();
+                    l.ring.iter().map(|s| (s.pkt.0, s.size, s.hop)).collect();
                 prop_assert_eq!(ring, Vec::from(held.clone()));
-                if let Some(b) = l.slots().last() {
-                    prop_assert_eq!(l.prev_arrive(), b.arrive);
+                if let Some(b) = l.ring.back() {
+                    prop_assert_eq!(l.tail_arrive, b.arrive);
                 }
             }
         });

@@ -300,16 +300,17 @@ impl Simulation {
 
     /// Prefetch, as a pipeline over the events ahead in the current run, what a link event
     /// reads, each stage from what the stage before brought in: for the third event ahead
-    /// (counting the next as the first) the line of its link direction that an arrival
-    /// reads; for the second, reading the front packet from that line, the packet's header,
-    /// the slot behind it and either the two lines of the next link direction that an
-    /// admission reads or, if the packet's route ends there, its flow's entry (two lines).
-    /// A hint only: an event pushed in between, a stale event or a packet that does not
-    /// arrive yet wastes a prefetch and changes nothing else.
+    /// (counting the next as the first) its link direction's three per-packet lines; for the
+    /// second, reading the head packet from that record (where the ring keeps it inline), the
+    /// head packet's header, the slot behind the head and, from the hop table, either the next
+    /// link direction's three lines or, if the packet's route ends there, its flow's entry
+    /// (two lines). A hint only: an event pushed in between, a stale event or a packet that
+    /// does not arrive yet wastes a prefetch and changes nothing else.
     #[inline(always)]
     fn prefetch_ahead(&self) {
         if let Some(d) = self.link_ahead(2) {
             prefetch(d.line(0));
+            prefetch(d.line(1));
             prefetch(d.line(2));
         }
         let Some(d) = self.link_ahead(1) else {
@@ -327,6 +328,7 @@ impl Simulation {
                 if let Some(n) = self.net.links.get(l) {
                     prefetch(n.line(0));
                     prefetch(n.line(1));
+                    prefetch(n.line(2));
                 }
             }
             Some(Next::Flow(f)) => {
