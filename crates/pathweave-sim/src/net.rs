@@ -162,13 +162,24 @@ impl Net {
             return Some(None);
         }
         let hop = a.hop + 1;
-        let next = self.hops[hop as usize];
-        if next & Self::DEST == 0 {
-            self.offer(next as usize, a.pkt, a.size, hop);
-            Some(None)
-        } else {
-            self.counters.delivered += 1;
-            Some(Some((a.pkt, (next & !Self::DEST) as usize)))
+        match Self::next(self.hops[hop as usize]) {
+            Next::Link(link) => {
+                self.offer(link, a.pkt, a.size, hop);
+                Some(None)
+            }
+            Next::Flow(flow) => {
+                self.counters.delivered += 1;
+                Some(Some((a.pkt, flow)))
+            }
+        }
+    }
+
+    /// Decode an entry of the hop table.
+    #[inline(always)]
+    fn next(entry: u32) -> Next {
+        match entry & Self::DEST {
+            0 => Next::Link(entry as usize),
+            _ => Next::Flow((entry & !Self::DEST) as usize),
         }
     }
 
@@ -176,11 +187,7 @@ impl Net {
     /// prefetch hint's lookup).
     #[inline(always)]
     pub(crate) fn after(&self, hop: u32) -> Option<Next> {
-        let &next = self.hops.get(hop as usize + 1)?;
-        Some(match next & Self::DEST {
-            0 => Next::Link(next as usize),
-            _ => Next::Flow((next & !Self::DEST) as usize),
-        })
+        self.hops.get(hop as usize + 1).map(|&e| Self::next(e))
     }
 
     /// Packets currently inside links.
