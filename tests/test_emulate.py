@@ -358,6 +358,29 @@ def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
     return path
 
 
+# The emulator's p99 lateness in this 100 s dumbbell has been 0.04-0.06 ms on a quiet machine
+# and 0.15-0.17 ms on a busy one, with the emulated total 1-4 % below the simulator's. Further
+# above, the host held the emulator (and the kernel stacks beside it) back for part of the run:
+# one run with a p99 of 0.28 ms came out 7 % below. Such a run is repeated once, and the
+# repeat is asserted whatever its figures.
+DISTURBED_P99_MS = 0.25
+
+
+def _emulate_undisturbed(scenario: Any, label: str) -> EmulatedResult:
+    """Emulate ``scenario``, once more if the emulator's own p99 lateness shows a disturbed
+    run (see ``DISTURBED_P99_MS``); print each attempt's figures."""
+    for attempt in (1, 2):
+        emu = emulate(scenario)
+        p99 = float(emu.emulation["lateness"]["p99_ms"])
+        print(
+            f"{label}: attempt {attempt}, p99 lateness {p99:.3f} ms; "
+            f"unreliable because {emu.emulation['unreliable_because']}"
+        )
+        if p99 <= DISTURBED_P99_MS:
+            break
+    return emu
+
+
 @pytest.fixture(scope="module")
 def dumbbell() -> tuple[Any, Any, Any, Any]:
     """The whole 100 s dumbbell, emulated as two independent copies in one run, and simulated
@@ -377,10 +400,11 @@ def dumbbell() -> tuple[Any, Any, Any, Any]:
         {"recovery": "sack", "limited_transmit": True, "prr": True, "keep_sack_on_rto": True}
     )
     sim_sc = pathweave.parse(tomli_w.dumps(doc), "dumbbell.toml (SACK, as Linux runs it)")
-    emu = emulate(pathweave.parse(tomli_w.dumps(replicate(doc, 2)), "dumbbell.toml x2"))
     # Not asserted reliable: the 1/3 ms receiver link sets the lateness limit at 0.033 ms,
-    # below this machine's p99 of 0.04-0.06 ms; the figures are printed instead.
-    print(f"dumbbell: unreliable because {emu.emulation['unreliable_because']}")
+    # below the emulator's p99 here (0.04-0.17 ms); the figures are printed instead.
+    emu = _emulate_undisturbed(
+        pathweave.parse(tomli_w.dumps(replicate(doc, 2)), "dumbbell.toml x2"), "dumbbell"
+    )
     sims = [pathweave.run(sim_sc, seed=seed) for seed in range(1, 6)]
     gs = sum(r.flows["goodput_bps"].to_numpy() for r in sims) / len(sims)
     js = min(float(r.fairness["jain"][0]) for r in sims)
