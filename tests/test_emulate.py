@@ -359,10 +359,10 @@ def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
 
 
 # The emulator's p99 lateness in this 100 s dumbbell has been 0.04-0.06 ms on a quiet machine
-# and 0.15-0.17 ms on a busy one, with the emulated total 1-4 % below the simulator's. Further
-# above, the host held the emulator (and the kernel stacks beside it) back for part of the run:
-# one run with a p99 of 0.28 ms came out 7 % below. Such a run is repeated once, and the
-# repeat is asserted whatever its figures.
+# and up to 0.17 ms on a busy one, with the emulated total 2.6-3.4 % below the simulator's
+# (48.3-48.7 against 50.0 Mbit/s). Further above, the host held the emulator (and the kernel
+# stacks beside it) back for part of the run: one run with a p99 of 0.28 ms came out 6.9 %
+# below. Such a run is repeated once, and the repeat is asserted whatever its figures.
 DISTURBED_P99_MS = 0.25
 
 
