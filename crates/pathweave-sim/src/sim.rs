@@ -309,9 +309,7 @@ impl Simulation {
     #[inline(always)]
     fn prefetch_ahead(&self) {
         if let Some(d) = self.link_ahead(2) {
-            prefetch(d.line(0));
-            prefetch(d.line(1));
-            prefetch(d.line(2));
+            d.prefetch_hot();
         }
         let Some(d) = self.link_ahead(1) else {
             return;
@@ -326,9 +324,7 @@ impl Simulation {
         match self.net.after(hop) {
             Some(Next::Link(l)) => {
                 if let Some(n) = self.net.links.get(l) {
-                    prefetch(n.line(0));
-                    prefetch(n.line(1));
-                    prefetch(n.line(2));
+                    n.prefetch_hot();
                 }
             }
             Some(Next::Flow(f)) => {
