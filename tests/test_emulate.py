@@ -177,7 +177,8 @@ def test_one_tcp_flow_fills_the_link(tmp_path: Path, rate: int) -> None:
 
 # ICMP echo: the receiving kernel answers in its softirq, so no process wake-up sits in the
 # round trip; the reply's arrival time is the kernel's receive timestamp (SO_TIMESTAMPNS), so
-# neither does the client's. What remains is the emulated path and the emulator itself.
+# neither does the client's. What remains is the emulated path, the two kernel stacks and the
+# emulator itself.
 _PING = """
 import socket, struct, sys, time, statistics
 SO_TIMESTAMPNS = 35
@@ -210,6 +211,56 @@ for seq in range(40):
 print(statistics.median(rtts), len(rtts))
 """
 
+_WAKER = """
+import os, sys, time
+for _ in range(40):
+    time.sleep(0.02)
+    os.write(int(sys.argv[1]), time.monotonic_ns().to_bytes(8, "little"))
+"""
+
+
+def _wake_latency_s() -> float:
+    """Median time for an idle process blocked on a pipe to run after another process writes
+    to it, with the 20 ms gaps of the echoes: what waking an idle CPU costs on this machine."""
+    r, w = os.pipe()
+    writer = subprocess.Popen([sys.executable, "-c", _WAKER, str(w)], pass_fds=(w,))
+    os.close(w)
+    waits = []
+    with os.fdopen(r, "rb", buffering=0) as pipe:
+        while stamp := pipe.read(8):
+            waits.append(time.monotonic_ns() - int.from_bytes(stamp, "little"))
+    writer.wait(timeout=10)
+    return float(np.median(waits)) / 1e9
+
+
+def _kernel_echo_rtt_s() -> float:
+    """Median round trip of the same echoes between two namespaces joined by a veth pair: the
+    kernel stacks' and the client's share of an echo, without any emulator in between."""
+    a, b = f"pwtest-{os.getpid()}-a", f"pwtest-{os.getpid()}-b"
+    try:
+        for cmd in [
+            f"netns add {a}",
+            f"netns add {b}",
+            f"link add pwtest0 netns {a} type veth peer name pwtest1 netns {b}",
+            f"-n {a} addr add 198.18.200.1/30 dev pwtest0",
+            f"-n {b} addr add 198.18.200.2/30 dev pwtest1",
+            f"-n {a} link set pwtest0 up",
+            f"-n {b} link set pwtest1 up",
+        ]:
+            subprocess.run(["ip", *cmd.split()], check=True, capture_output=True)
+        time.sleep(0.3)  # devices up
+        out = subprocess.run(
+            ["ip", "netns", "exec", a, sys.executable, "-c", _PING, "198.18.200.2", "198.18.200.1"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+        return float(out.stdout.split()[0])
+    finally:
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
 
 @realtime
 def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
@@ -233,13 +284,29 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     )
     worker.join()
     median, answered = float(out.stdout.split()[0]), int(out.stdout.split()[1])
-    print(f"idle RTT: median {median * 1e3:.3f} ms over {answered} echoes")
     assert answered >= 30
     # The link model's round trip: 2 x 20 ms of propagation plus 2 x 48 µs of transmission of
-    # the 60-byte echo at 10 Mbit/s. What the emulator adds (wake-ups of an idle virtual CPU,
-    # 0.17-0.24 ms measured here) must stay within 0.3 ms of it.
+    # the 60-byte echo at 10 Mbit/s. Nothing may come back sooner.
     model_rtt = 2 * 0.020 + 2 * 60 * 8 / 10e6
-    assert abs(median - model_rtt) <= 0.0003
+    assert median >= model_rtt
+    # What an echo adds to the model, each part measured: the kernel stacks and the client (the
+    # same echoes over a veth pair); per crossing of the emulator, one wake-up of its sleeping
+    # thread when the packet arrives (not in its own figures: measured as a pipe's wake-up),
+    # the time the packet can have waited in the device before it was read (`intake_wait`) and
+    # the release's lateness, each at its p90.
+    stacks, wake = _kernel_echo_rtt_s(), _wake_latency_s()
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"pwtest-{os.getpid()}-" not in namespaces
+    e = box["r"].emulation
+    emulator = (e["intake_wait"]["p90_ms"] + e["lateness"]["p90_ms"]) / 1e3
+    allowed = stacks + 2 * (wake + emulator)
+    print(
+        f"idle RTT: median {median * 1e3:.3f} ms over {answered} echoes, "
+        f"{(median - model_rtt) * 1e3:.3f} ms above the model; allowed {allowed * 1e3:.3f} ms "
+        f"(stacks {stacks * 1e3:.3f}, wake-up {wake * 1e3:.3f}, "
+        f"intake + lateness p90 {emulator * 1e3:.3f})"
+    )
+    assert median - model_rtt <= allowed
     assert box["r"].reliable
 
 
