@@ -262,8 +262,9 @@ def _kernel_echo_rtt_s() -> float:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
-@realtime
-def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
+def _idle_echoes(tmp_path: Path) -> tuple[float, int, EmulatedResult]:
+    """Median round trip and number of ICMP echoes answered across an idle emulated link,
+    and the emulated run they crossed."""
     # A flow that starts at the very end leaves the link idle; ICMP echoes between the two
     # namespaces cross the emulated link both ways before it starts.
     flow = '[[flow]]\nname = "idle"\nalgorithm = "reno"\npath = ["l"]\nstart = "4.9s"'
@@ -283,7 +284,21 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
         timeout=20,
     )
     worker.join()
-    median, answered = float(out.stdout.split()[0]), int(out.stdout.split()[1])
+    return float(out.stdout.split()[0]), int(out.stdout.split()[1]), box["r"]
+
+
+@realtime
+def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
+    # A run the emulator itself finds disturbed (a packet held in a device or released later
+    # than a tenth of the link's delay: with some 90 packets in the run, p99 is the worst of
+    # them) is repeated once, and the repeat is asserted whatever its figures.
+    for attempt in (1, 2):
+        before = _kernel_echo_rtt_s(), _wake_latency_s()
+        median, answered, res = _idle_echoes(tmp_path)
+        after = _kernel_echo_rtt_s(), _wake_latency_s()
+        print(f"attempt {attempt}: unreliable because {res.emulation['unreliable_because']}")
+        if res.reliable:
+            break
     assert answered >= 30
     # The link model's round trip: 2 x 20 ms of propagation plus 2 x 48 µs of transmission of
     # the 60-byte echo at 10 Mbit/s. Nothing may come back sooner.
@@ -293,11 +308,13 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     # same echoes over a veth pair); per crossing of the emulator, one wake-up of its sleeping
     # thread when the packet arrives (not in its own figures: measured as a pipe's wake-up),
     # the time the packet can have waited in the device before it was read (`intake_wait`) and
-    # the release's lateness, each at its p90.
-    stacks, wake = _kernel_echo_rtt_s(), _wake_latency_s()
+    # the release's lateness, each at its p90. The first two are measured before and after the
+    # run, and the larger kept, so that a machine that changed pace during the run is judged by
+    # its slower state.
+    stacks, wake = max(before[0], after[0]), max(before[1], after[1])
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"pwtest-{os.getpid()}-" not in namespaces
-    e = box["r"].emulation
+    e = res.emulation
     emulator = (e["intake_wait"]["p90_ms"] + e["lateness"]["p90_ms"]) / 1e3
     allowed = stacks + 2 * (wake + emulator)
     print(
@@ -307,7 +324,7 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
         f"intake + lateness p90 {emulator * 1e3:.3f})"
     )
     assert median - model_rtt <= allowed
-    assert box["r"].reliable
+    assert res.reliable
 
 
 @realtime
