@@ -219,6 +219,20 @@ for _ in range(40):
 """
 
 
+def _echoes(namespace: str, to: str, source: str) -> tuple[float, int]:
+    """Median round trip (s) of the echoes sent from ``namespace`` to ``to``, and how many
+    were answered, once the namespace's devices have come up."""
+    time.sleep(0.3)
+    out = subprocess.run(
+        ["ip", "netns", "exec", namespace, sys.executable, "-c", _PING, to, source],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=True,
+    )
+    return float(out.stdout.split()[0]), int(out.stdout.split()[1])
+
+
 def _wake_latency_s() -> float:
     """Median time for an idle process blocked on a pipe to run after another process writes
     to it, with the 20 ms gaps of the echoes: what waking an idle CPU costs on this machine."""
@@ -248,15 +262,7 @@ def _kernel_echo_rtt_s() -> float:
             f"-n {b} link set pwtest1 up",
         ]:
             subprocess.run(["ip", *cmd.split()], check=True, capture_output=True)
-        time.sleep(0.3)  # devices up
-        out = subprocess.run(
-            ["ip", "netns", "exec", a, sys.executable, "-c", _PING, "198.18.200.2", "198.18.200.1"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        )
-        return float(out.stdout.split()[0])
+        return _echoes(a, "198.18.200.2", "198.18.200.1")[0]
     finally:
         for ns in (a, b):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
@@ -276,15 +282,11 @@ def _idle_echoes(tmp_path: Path) -> tuple[float, int, EmulatedResult]:
     while len(leftovers(os.getpid())) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     sender = next(n for n in leftovers(os.getpid()) if n.endswith("-0s"))
-    time.sleep(0.3)  # devices up
-    out = subprocess.run(
-        ["ip", "netns", "exec", sender, sys.executable, "-c", _PING, "198.19.0.1", "198.18.0.1"],
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    worker.join()
-    return float(out.stdout.split()[0]), int(out.stdout.split()[1]), box["r"]
+    try:
+        median, answered = _echoes(sender, "198.19.0.1", "198.18.0.1")
+    finally:
+        worker.join()
+    return median, answered, box["r"]
 
 
 @realtime
