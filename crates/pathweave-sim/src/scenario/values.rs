@@ -37,20 +37,16 @@ pub(super) fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// Replace `{i}` and `{n}` in every string of `v`.
-fn substitute(v: &Value, i: usize) -> Value {
+/// Replace `{i}` and `{n}` in every string of `v`, in place (`i` and `n` are the copy's
+/// index and index + 1, already formatted). A clone of the template is edited rather than
+/// rebuilt, so its tables keep their hashed keys and only strings that name a placeholder
+/// are rewritten.
+fn substitute(v: &mut Value, i: &str, n: &str) {
     match v {
-        Value::String(s) => Value::String(
-            s.replace("{i}", &i.to_string())
-                .replace("{n}", &(i + 1).to_string()),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, i)).collect()),
-        Value::Table(t) => Value::Table(
-            t.iter()
-                .map(|(k, x)| (k.clone(), substitute(x, i)))
-                .collect(),
-        ),
-        other => other.clone(),
+        Value::String(s) if s.contains('{') => *s = s.replace("{i}", i).replace("{n}", n),
+        Value::Array(a) => a.iter_mut().for_each(|x| substitute(x, i, n)),
+        Value::Table(t) => t.iter_mut().for_each(|(_, x)| substitute(x, i, n)),
+        _ => {}
     }
 }
 
@@ -321,12 +317,13 @@ impl Reader<'_> {
         }
         let mut base = t.clone();
         base.remove("count");
-        let base = Value::Table(base);
         // One copy at a time, as the caller reads it: a small item with a large count must not
         // hold every copy's table at once (each is dropped once read into its spec).
-        Ok(Box::new((0..n).map(move |i| match substitute(&base, i) {
-            Value::Table(t) => t,
-            _ => Table::new(),
+        Ok(Box::new((0..n).map(move |i| {
+            let mut copy = base.clone();
+            let (i, n) = (i.to_string(), (i + 1).to_string());
+            copy.iter_mut().for_each(|(_, x)| substitute(x, &i, &n));
+            copy
         })))
     }
 }
