@@ -17,6 +17,7 @@
 use pathweave_cc::Duration;
 use pathweave_sim::results::SeriesChunk;
 use pathweave_sim::{Scenario, Simulation};
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -215,19 +216,21 @@ fn main() {
     let total: f64 = r.flows.goodput_bps.iter().sum();
     let jain = pathweave_sim::results::jain_index(&r.flows.goodput_bps);
     if json {
-        println!(
+        emit(&format!(
             "{{\"flows\": {}, \"wall_s\": {wall:.6}, \"events\": {}, \"bottleneck_packets\": {bn_pkts}, \
-             \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"series_rows\": {series_rows}, \"peak_rss_kb\": {}, \"goodput_bps\": {:?}}}",
+             \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"series_rows\": {series_rows}, \"peak_rss_kb\": {}, \"goodput_bps\": {:?}}}\n",
             r.flows.name.len(),
             r.stats.events,
             r.stats.peak_packets,
             peak_rss_kib(),
             r.flows.goodput_bps
-        );
+        ));
         return;
     }
+    let mut out = String::new();
     for i in 0..r.flows.name.len() {
-        println!(
+        let _ = writeln!(
+            out,
             "{:>12} goodput {:8.3} Mbps  loss-event rate {:.5}  timeouts {:3}  mean cwnd {:6.1} pkt  srtt {:.4} s",
             r.flows.name[i],
             r.flows.goodput_bps[i] / 1e6,
@@ -238,7 +241,8 @@ fn main() {
         );
     }
     for g in &r.fairness {
-        println!(
+        let _ = writeln!(
+            out,
             "group {}: {} flows, total {:.3} Mbps, Jain {:.4}",
             g.group,
             g.flows,
@@ -247,7 +251,8 @@ fn main() {
         );
     }
     for &i in &bn {
-        println!(
+        let _ = writeln!(
+            out,
             "{}: {} packets, utilisation {:.4}, drops: overflow {} early {} forced {}",
             r.links.name[i],
             r.links.delivered_packets[i],
@@ -258,15 +263,31 @@ fn main() {
         );
     }
     if !bn.is_empty() {
-        println!(
+        let _ = writeln!(
+            out,
             "bottleneck packets per wall-clock second: {:.0}",
             bn_pkts as f64 / wall
         );
     }
-    println!(
+    let _ = writeln!(
+        out,
         "wall {wall:.3} s, {} events, {:.2} M events/s, peak packets {}",
         r.stats.events,
         r.stats.events as f64 / wall / 1e6,
         r.stats.peak_packets
     );
+    emit(&out);
+}
+
+/// Write the report to standard output; a closed output (`run ... | head`) ends the run with
+/// a message, not a panic.
+fn emit(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("cannot write the report to standard output: {e}");
+        std::process::exit(1);
+    }
 }
