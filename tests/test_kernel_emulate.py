@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -154,17 +155,40 @@ def _doc(name: str, seconds: float, algorithm: str, linux_arithmetic: bool) -> d
 LINUX_ARITHMETIC = {"lia", "olia", "balia"}
 
 
+def _steal_s() -> float:
+    """CPU time the hypervisor gave to others while this VM wanted it (``steal`` in
+    /proc/stat, all CPUs), in seconds; 0 where the kernel does not report it."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+# Runs before a late run is accepted as a verdict on the machine, and the pause before each
+# further one.
+ON_TIME_RUNS = 3
+LATE_PAUSE_S = 30.0
+
+
 def _on_time(label: str, run: Callable[[], EmulatedResult]) -> EmulatedResult:
     """The result of `run`, which must be one the emulator kept on time: a run it could not
-    keep on time measures the machine, not the controllers. One more run is allowed when the
-    first was late, as the host of a 2-vCPU VM has busy spells of a minute or so (seen right
-    after large builds, with p99 lateness of 1-3 ms against the usual 0.15); the late run's
-    figures are printed, and a second late run fails the test."""
-    res = run()
-    if not res.reliable:
-        print(f"{label}: not on time ({res.emulation['unreliable_because']}); once more")
-        time.sleep(5.0)
+    keep on time measures the machine, not the controllers. The host of a 2-vCPU VM has busy
+    spells (seen right after large builds, and in one CI run for about seven minutes, with
+    p99 lateness of 0.24-2.7 ms against the usual 0.15), so a late run is repeated after a
+    pause, up to ``ON_TIME_RUNS`` runs in all; every late run's figures are printed, with
+    the CPU time the hypervisor took meanwhile, and a last late run fails the test."""
+    for attempt in range(1, ON_TIME_RUNS + 1):
+        steal = _steal_s()
         res = run()
+        if res.reliable:
+            break
+        print(
+            f"{label}: run {attempt} not on time ({res.emulation['unreliable_because']}; "
+            f"{_steal_s() - steal:.2f} s of CPU taken by the host meanwhile)"
+        )
+        if attempt < ON_TIME_RUNS:
+            time.sleep(LATE_PAUSE_S)
     assert res.reliable, res.emulation["unreliable_because"]
     return res
 
