@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from test_emulate import (  # noqa: F401 (nothing_left_behind: an autouse fixtur
     _scenario,
     decrease_ratios,
     nothing_left_behind,
+    repeat_while_late,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,16 +155,6 @@ def _doc(name: str, seconds: float, algorithm: str, linux_arithmetic: bool) -> d
 LINUX_ARITHMETIC = {"lia", "olia", "balia"}
 
 
-def _steal_s() -> float:
-    """CPU time the hypervisor gave to others while this VM wanted it (``steal`` in
-    /proc/stat, all CPUs), in seconds; 0 where the kernel does not report it."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 # Runs before a late run is accepted as a verdict on the machine, and the pause before each
 # further one.
 ON_TIME_RUNS = 3
@@ -176,19 +166,9 @@ def _on_time(label: str, run: Callable[[], EmulatedResult]) -> EmulatedResult:
     keep on time measures the machine, not the controllers. The host of a 2-vCPU VM has busy
     spells (seen right after large builds, and in one CI run for about seven minutes, with
     p99 lateness of 0.24-2.7 ms against the usual 0.15), so a late run is repeated after a
-    pause, up to ``ON_TIME_RUNS`` runs in all; every late run's figures are printed, with
-    the CPU time the hypervisor took meanwhile, and a last late run fails the test."""
-    for attempt in range(1, ON_TIME_RUNS + 1):
-        steal = _steal_s()
-        res = run()
-        if res.reliable:
-            break
-        print(
-            f"{label}: run {attempt} not on time ({res.emulation['unreliable_because']}; "
-            f"{_steal_s() - steal:.2f} s of CPU taken by the host meanwhile)"
-        )
-        if attempt < ON_TIME_RUNS:
-            time.sleep(LATE_PAUSE_S)
+    pause, up to ``ON_TIME_RUNS`` runs in all; every run's figures are printed, with the CPU
+    time the hypervisor took meanwhile, and a last late run fails the test."""
+    res = repeat_while_late(run, lambda r: not r.reliable, label, ON_TIME_RUNS, LATE_PAUSE_S)
     assert res.reliable, res.emulation["unreliable_because"]
     return res
 
