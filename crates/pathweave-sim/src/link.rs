@@ -11,12 +11,14 @@
 //! the wire finishes as planned. During an outage nothing starts transmitting: arrivals wait
 //! (and are dropped when the buffer is full) until the link comes back.
 //!
-//! Layout for speed: the fields every packet touches (the ring, the waiting counts, the
-//! transmitter's horizon, the drop-tail limit, the counters) sit inline; the rate, RED state,
-//! loss model and random stream live in a boxed cold part that only RED links, lossy links
-//! and rate changes reach. Serialisation times come from a two-entry cache per direction
-//! (a direction mostly carries one or two packet sizes), so the 128-bit division of
-//! [`Bandwidth::transmission_time`] runs only when a new size or rate appears.
+//! Layout for speed: the fields every packet touches (the ring, the started count, the
+//! transmitter's horizon, the drop-tail limit, the acceptance counters) fill two cache lines;
+//! the drop counters a third; the rate, RED state, byte limit, loss model and random stream
+//! live in a boxed cold part that only RED links, byte-limited links, lossy links and rate
+//! changes reach. Serialisation times come from a one-entry cache in the record with a
+//! second entry in the cold part (a direction mostly carries one packet size, sometimes
+//! two), so the 128-bit division of [`Bandwidth::transmission_time`] runs only when a new
+//! size or rate appears.
 
 use crate::event::{ComponentId, Scheduler, Timer};
 use crate::packet::PacketId;
@@ -267,23 +269,21 @@ impl Ring {
     }
 }
 
-/// Serialisation times of the two packet sizes seen last, at the current rate, in ns;
-/// `u64::MAX` stands for "never" (a zero rate, or a link that is down, so that planning a
-/// packet checks one value).
+/// The serialisation time of the packet size seen last, at the current rate, in ns, kept in
+/// the record; the cold part keeps the size before it ([`Cold::tx2`]). Times of 2^32 ns
+/// (4.3 s) or more, and the "never" of a link that is down, are not cached.
 #[derive(Clone, Copy, Debug)]
 struct TxCache {
-    size: [u32; 2],
-    ns: [u64; 2],
+    size: u32,
+    ns: u32,
 }
 
 impl TxCache {
-    fn new(rate: Bandwidth, up: bool) -> Self {
-        let ns = Self::compute(rate, 0, up);
-        TxCache {
-            size: [0; 2],
-            ns: [ns; 2],
-        }
-    }
+    /// Nothing cached: no packet has this size (sizes are far below 2^32 bytes).
+    const EMPTY: TxCache = TxCache {
+        size: u32::MAX,
+        ns: 0,
+    };
     fn compute(rate: Bandwidth, size: u32, up: bool) -> u64 {
         match up {
             true => rate
@@ -291,24 +291,6 @@ impl TxCache {
                 .map_or(u64::MAX, |d| d.0),
             false => u64::MAX,
         }
-    }
-    /// The time for `size` bytes at `rate` on a link that is `up` (read only on a miss).
-    #[inline]
-    fn get(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
-        if size == self.size[0] {
-            self.ns[0]
-        } else if size == self.size[1] {
-            self.ns[1]
-        } else {
-            self.miss(size, rate, up)
-        }
-    }
-    #[cold]
-    fn miss(&mut self, size: u32, rate: &Bandwidth, up: bool) -> u64 {
-        let ns = Self::compute(*rate, size, up);
-        self.size = [size, self.size[0]];
-        self.ns = [ns, self.ns[0]];
-        ns
     }
 }
 
@@ -369,27 +351,26 @@ mod layout {
     use super::{Counts, LinkDir, Ring};
     use std::mem::{align_of, offset_of, size_of};
 
-    /// The per-packet fields fill the first three cache lines of an aligned link direction,
-    /// the rare counters the fourth.
+    /// The per-packet fields fill the first two cache lines of an aligned link direction,
+    /// the drop counters the third.
     #[test]
     fn link_direction_fields_sit_in_their_cache_lines() {
         assert_eq!(align_of::<LinkDir>(), 64);
-        assert_eq!(size_of::<LinkDir>(), 256);
+        assert_eq!(size_of::<LinkDir>(), 192);
         let line = |off: usize| off / 64;
         let last = |off: usize, size: usize| line(off + size - 1);
         assert_eq!(line(offset_of!(LinkDir, ring)), 0);
         assert_eq!(last(offset_of!(LinkDir, ring), size_of::<Ring>()), 0);
         assert_eq!(line(offset_of!(LinkDir, started)), 0);
-        assert_eq!(line(offset_of!(LinkDir, waiting_pkts)), 0);
-        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 1);
+        assert_eq!(last(offset_of!(LinkDir, limit), 4), 0);
         assert_eq!(line(offset_of!(LinkDir, busy_until)), 1);
-        assert_eq!(last(offset_of!(LinkDir, cold), 8), 1);
-        assert_eq!(line(offset_of!(LinkDir, id)), 2);
-        assert_eq!(line(offset_of!(LinkDir, lossy)), 2);
-        assert_eq!(line(offset_of!(LinkDir, admit)), 2);
-        assert_eq!(last(offset_of!(LinkDir, counts), size_of::<Counts>()), 2);
-        assert_eq!(last(offset_of!(LinkDir, tail_arrive), 8), 2);
-        assert_eq!(line(offset_of!(LinkDir, rare)), 3);
+        assert_eq!(line(offset_of!(LinkDir, waiting_bytes)), 1);
+        assert_eq!(line(offset_of!(LinkDir, accepted)), 1);
+        assert_eq!(line(offset_of!(LinkDir, id)), 1);
+        assert_eq!(line(offset_of!(LinkDir, admit)), 1);
+        assert_eq!(line(offset_of!(LinkDir, fifo_check)), 1);
+        assert_eq!(offset_of!(LinkDir, counts), 128);
+        assert_eq!(size_of::<Counts>(), 64);
     }
 
     /// A held packet takes half a cache line.
@@ -402,34 +383,48 @@ mod layout {
 /// How arrivals are admitted: a drop-tail limit checked inline, or RED in the cold part.
 #[derive(Clone, Copy, Debug)]
 enum Admit {
-    Packets(u32),
-    Bytes(u64),
+    /// Drop-tail, at most [`LinkDir::limit`] packets waiting.
+    Packets,
+    /// Drop-tail, at most [`Cold::byte_limit`] bytes waiting.
+    Bytes,
     Red,
 }
 
-/// The counters a link direction keeps; [`LinkDir::stats`] derives the others (arrivals are
-/// the accepted plus the dropped packets, deliveries the accepted minus those lost on the
-/// wire and those still held), so the per-packet path counts only acceptances. The counters
-/// every link can move, and the sampler reads, sit with the per-packet fields; those only RED
-/// or a lossy wire move are in [`RareCounts`].
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C)]
-struct Counts {
-    accepted: u64,
-    accepted_bytes: u64,
-    drops_overflow: u64,
-    drops_wire: u64,
-}
-
-/// Counters only RED (early and forced drops) or wire losses (their bytes) move. Aligned to
-/// a cache line of their own, the last of a link direction.
+/// The counters a link direction keeps but does not move per accepted packet: the drops,
+/// the wire's lost bytes and the upper halves of the acceptance counters, whose lower halves
+/// sit with the per-packet fields ([`LinkDir::accepted`]). [`LinkDir::stats`] derives the
+/// others (arrivals are the accepted plus the dropped packets, deliveries the accepted minus
+/// those lost on the wire and those still held). A cache line of its own, the last of a link
+/// direction: a drop-tail link that drops nothing never touches it.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(64))]
-struct RareCounts {
+struct Counts {
+    drops_overflow: u64,
+    drops_wire: u64,
     drops_early: u64,
     drops_forced: u64,
     /// Bytes of the packets lost on the wire.
     wire_bytes: u64,
+    /// How many times the lower halves of the accepted packets and bytes wrapped.
+    accepted_hi: u64,
+    accepted_bytes_hi: u64,
+}
+
+impl Counts {
+    /// Count a wrap of the lower halves of the accepted packets or bytes.
+    #[cold]
+    #[inline(never)]
+    fn carry(&mut self, packets: bool, bytes: bool) {
+        self.accepted_hi += packets as u64;
+        self.accepted_bytes_hi += bytes as u64;
+    }
+}
+
+/// The lower 32 bits of the packets and bytes accepted; [`Counts`] holds their wraps.
+#[derive(Clone, Copy, Debug, Default)]
+struct Accepted {
+    packets: u32,
+    bytes: u32,
 }
 
 /// The parts of a link direction that the common per-packet path does not touch.
@@ -438,6 +433,8 @@ struct Cold {
     /// Boxed: its table of decay powers is 512 bytes, and few links run RED (at 10,000 flows
     /// an unboxed one made every link direction's cold part about 1 KB).
     red: Option<Box<Red>>,
+    /// The drop-tail limit of [`Admit::Bytes`].
+    byte_limit: u64,
     loss: LossModel,
     /// Gilbert–Elliott channel state: true while bad.
     channel_bad: bool,
@@ -450,77 +447,92 @@ struct Cold {
     /// Whether the link was down at the last re-plan (its horizon is then not the end of a
     /// transmission).
     down_planned: bool,
+    /// The serialisation cache's second entry: the size seen before the one in the record.
+    tx2: TxCache,
 }
 
 /// One direction of a link.
 ///
 /// Laid out in cache lines (a run with many links touches each one rarely, so every line a
-/// packet or a sample touches is likely a miss): the ring with its front inline and the
-/// waiting packets and started count in the first; the waiting bytes, the transmitter's
-/// horizon, delay, serialisation cache, timer and the cold pointer in the second; the
-/// admission, the common counters and the last packet's arrival in the third; the rare
-/// counters in the fourth. A packet's admission and arrival touch the first three; a sample
-/// of a drop-tail link all three.
+/// packet or a sample touches is likely a miss): the ring with its front inline, the started
+/// count and the drop-tail limit in the first; the transmitter's horizon, delay, timer,
+/// waiting bytes, cold pointer, serialisation cache, acceptance counters and flags in the
+/// second; the drop counters in the third. A packet's admission and arrival touch the first
+/// two; a sample of a drop-tail link that drops nothing the same two.
+///
+/// The waiting packets are the ring entries that have not started (`ring.len - started`).
+/// The arrival planned for a packet never precedes the one ahead of it: with the delay never
+/// shortened since the link was built, a later packet ends its transmission later and so
+/// arrives later; once the delay has been shortened (`fifo_check`) the ring's last entry is
+/// read to keep the order.
 #[repr(C, align(64))]
 pub struct LinkDir {
     ring: Ring,
-    waiting_pkts: u32,
     /// Ring entries (from the front) whose transmission has started.
     started: u32,
-    waiting_bytes: u64,
+    /// The drop-tail limit of [`Admit::Packets`].
+    limit: u32,
     /// When the transmitter finishes everything accepted so far.
     busy_until: Instant,
     delay: Duration,
-    tx: TxCache,
     timer: Timer,
+    waiting_bytes: u64,
     cold: Box<Cold>,
+    tx: TxCache,
+    accepted: Accepted,
     id: ComponentId,
+    admit: Admit,
     up: bool,
     /// Whether the loss model can ever lose a packet.
     lossy: bool,
-    admit: Admit,
+    /// Whether the delay was ever shortened, so that a new packet's arrival must be checked
+    /// against the last one's.
+    fifo_check: bool,
     counts: Counts,
-    /// The arrival time of the ring's last slot, valid while the ring holds a packet: the
-    /// next packet's arrival is planned from it, and reading it here spares a read of the
-    /// ring's tail.
-    tail_arrive: Instant,
-    rare: RareCounts,
 }
 
 impl LinkDir {
     /// A link direction that is idle at time zero.
     pub fn new(spec: &LinkDirSpec, id: ComponentId, rng: LazyStream) -> Self {
-        let (admit, red) = match &spec.queue {
-            QueueSpec::DropTail(Limit::Packets(n)) => (Admit::Packets(*n), None),
-            QueueSpec::DropTail(Limit::Bytes(b)) => (Admit::Bytes(*b), None),
-            QueueSpec::Red(p) => (Admit::Red, Some(Box::new(Red::new(*p, spec.rate)))),
+        let (admit, limit, byte_limit, red) = match &spec.queue {
+            QueueSpec::DropTail(Limit::Packets(n)) => (Admit::Packets, *n, 0, None),
+            QueueSpec::DropTail(Limit::Bytes(b)) => (Admit::Bytes, 0, *b, None),
+            QueueSpec::Red(p) => (Admit::Red, 0, 0, Some(Box::new(Red::new(*p, spec.rate)))),
         };
         LinkDir {
             ring: Ring::default(),
-            tail_arrive: Instant::ZERO,
             started: 0,
-            waiting_pkts: 0,
+            limit,
             up: true,
             lossy: spec.loss != LossModel::None,
+            fifo_check: false,
             busy_until: Instant::ZERO,
             delay: spec.delay,
-            tx: TxCache::new(spec.rate, true),
+            tx: TxCache::EMPTY,
             timer: Timer::default(),
             id,
             waiting_bytes: 0,
             admit,
+            accepted: Accepted::default(),
             counts: Counts::default(),
             cold: Box::new(Cold {
                 held_end: Instant::ZERO,
                 down_planned: false,
                 rate: spec.rate,
                 red,
+                byte_limit,
                 loss: spec.loss,
                 channel_bad: false,
                 rng,
+                tx2: TxCache::EMPTY,
             }),
-            rare: RareCounts::default(),
         }
+    }
+
+    /// Packets waiting: held and not yet started.
+    #[inline(always)]
+    fn waiting_pkts(&self) -> u32 {
+        self.ring.len - self.started
     }
 
     /// Move packets whose transmission has started by `now` out of the waiting count.
@@ -531,7 +543,6 @@ impl LinkDir {
             if s.start > now {
                 break;
             }
-            self.waiting_pkts -= 1;
             self.waiting_bytes -= s.size as u64;
             self.started += 1;
         }
@@ -540,23 +551,25 @@ impl LinkDir {
     /// Packets and bytes waiting at `now` (not counting the one being transmitted).
     pub fn queue_len(&mut self, now: Instant) -> (u32, Bytes) {
         self.advance(now);
-        (self.waiting_pkts, Bytes(self.waiting_bytes))
+        (self.waiting_pkts(), Bytes(self.waiting_bytes))
     }
 
     /// The counters so far.
     pub fn stats(&self) -> LinkStats {
-        let (c, r) = (&self.counts, &self.rare);
+        let c = &self.counts;
         let held = self.ring.len() as u64;
         let held_bytes: u64 = self.ring.iter().map(|s| s.size as u64).sum();
+        let accepted = c.accepted_hi << 32 | self.accepted.packets as u64;
+        let accepted_bytes = c.accepted_bytes_hi << 32 | self.accepted.bytes as u64;
         LinkStats {
-            arrivals: c.accepted + c.drops_overflow + r.drops_early + r.drops_forced,
-            accepted: c.accepted,
-            accepted_bytes: c.accepted_bytes,
-            delivered: c.accepted - c.drops_wire - held,
-            delivered_bytes: c.accepted_bytes - r.wire_bytes - held_bytes,
+            arrivals: accepted + c.drops_overflow + c.drops_early + c.drops_forced,
+            accepted,
+            accepted_bytes,
+            delivered: accepted - c.drops_wire - held,
+            delivered_bytes: accepted_bytes - c.wire_bytes - held_bytes,
             drops_overflow: c.drops_overflow,
-            drops_early: r.drops_early,
-            drops_forced: r.drops_forced,
+            drops_early: c.drops_early,
+            drops_forced: c.drops_forced,
             drops_wire: c.drops_wire,
         }
     }
@@ -567,8 +580,8 @@ impl LinkDir {
         let c = &self.counts;
         let congestive = match self.admit {
             // Only RED drops early or forced; a drop-tail link leaves its rare counters alone.
-            Admit::Red => c.drops_overflow + self.rare.drops_early + self.rare.drops_forced,
-            Admit::Packets(_) | Admit::Bytes(_) => c.drops_overflow,
+            Admit::Red => c.drops_overflow + c.drops_early + c.drops_forced,
+            Admit::Packets | Admit::Bytes => c.drops_overflow,
         };
         (congestive, c.drops_wire)
     }
@@ -578,7 +591,7 @@ impl LinkDir {
     pub fn red_average(&self) -> Option<f64> {
         match self.admit {
             Admit::Red => self.cold.red.as_deref().map(Red::average),
-            Admit::Packets(_) | Admit::Bytes(_) => None,
+            Admit::Packets | Admit::Bytes => None,
         }
     }
 
@@ -611,9 +624,12 @@ impl LinkDir {
     ) -> Offer {
         self.advance(now);
         let verdict = match self.admit {
-            Admit::Packets(n) if self.waiting_pkts >= n => Verdict::Overflow,
-            Admit::Bytes(b) if self.waiting_bytes + size as u64 > b => Verdict::Overflow,
-            Admit::Packets(_) | Admit::Bytes(_) => Verdict::Enqueue,
+            Admit::Packets if self.waiting_pkts() >= self.limit => Verdict::Overflow,
+            Admit::Packets => Verdict::Enqueue,
+            Admit::Bytes if self.waiting_bytes + size as u64 > self.cold.byte_limit => {
+                Verdict::Overflow
+            }
+            Admit::Bytes => Verdict::Enqueue,
             Admit::Red => self.red_verdict(size, now),
         };
         match verdict {
@@ -621,8 +637,8 @@ impl LinkDir {
                 self.enqueue(pkt, size, hop, now, sched);
                 return Offer::Accepted;
             }
-            Verdict::EarlyDrop => self.rare.drops_early += 1,
-            Verdict::ForcedDrop => self.rare.drops_forced += 1,
+            Verdict::EarlyDrop => self.counts.drops_early += 1,
+            Verdict::ForcedDrop => self.counts.drops_forced += 1,
             Verdict::Overflow => self.counts.drops_overflow += 1,
         }
         Offer::Dropped
@@ -630,13 +646,14 @@ impl LinkDir {
 
     /// RED's decision for a packet of `size` bytes arriving at `now`.
     fn red_verdict(&mut self, size: u32, now: Instant) -> Verdict {
-        let idle_since = (self.up && self.waiting_pkts == 0 && self.busy_until <= now)
-            .then_some(self.busy_until);
+        let waiting = self.waiting_pkts();
+        let idle_since =
+            (self.up && waiting == 0 && self.busy_until <= now).then_some(self.busy_until);
         let Cold { red, rng, .. } = &mut *self.cold;
         match red {
             Some(red) => red.on_arrival(
                 now,
-                self.waiting_pkts,
+                waiting,
                 self.waiting_bytes,
                 size,
                 idle_since,
@@ -651,10 +668,9 @@ impl LinkDir {
     #[inline(always)]
     fn enqueue(&mut self, pkt: PacketId, size: u32, hop: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
-        let prev = if self.ring.len == 0 {
-            Instant::ZERO
-        } else {
-            self.tail_arrive
+        let prev = match self.fifo_check {
+            false => Instant::ZERO,
+            true => self.ring.back().map_or(Instant::ZERO, |s| s.arrive),
         };
         let (start, end, arrive) = self.plan(size, now.max(self.busy_until), prev);
         if self.up {
@@ -668,15 +684,18 @@ impl LinkDir {
             arrive,
             lost,
         });
-        self.tail_arrive = arrive;
         if start <= now {
             self.started += 1;
         } else {
-            self.waiting_pkts += 1;
             self.waiting_bytes += size as u64;
         }
-        self.counts.accepted += 1;
-        self.counts.accepted_bytes += size as u64;
+        let (packets, wrapped) = self.accepted.packets.overflowing_add(1);
+        self.accepted.packets = packets;
+        let (bytes, wrapped_bytes) = self.accepted.bytes.overflowing_add(size);
+        self.accepted.bytes = bytes;
+        if wrapped | wrapped_bytes {
+            self.counts.carry(wrapped, wrapped_bytes);
+        }
         if self.ring.len == 1 && arrive != Instant::MAX {
             self.timer.arm(arrive, self.id, sched);
         }
@@ -708,6 +727,44 @@ impl LinkDir {
         }
     }
 
+    /// The serialisation time of `size` bytes, `u64::MAX` if the link is down.
+    #[inline(always)]
+    fn tx_time(&mut self, size: u32) -> u64 {
+        if size == self.tx.size {
+            self.tx.ns as u64
+        } else {
+            self.tx_miss(size)
+        }
+    }
+
+    /// [`LinkDir::tx_time`] for a size other than the last: the cold part's entry, or the
+    /// division. The size moves to the record's entry, the one it replaces to the cold part.
+    #[cold]
+    #[inline(never)]
+    fn tx_miss(&mut self, size: u32) -> u64 {
+        let c = &mut *self.cold;
+        let ns = if size == c.tx2.size {
+            c.tx2.ns as u64
+        } else {
+            TxCache::compute(c.rate, size, self.up)
+        };
+        if ns < u32::MAX as u64 {
+            c.tx2 = self.tx;
+            self.tx = TxCache {
+                size,
+                ns: ns as u32,
+            };
+        }
+        ns
+    }
+
+    /// Forget the cached serialisation times (the rate changed, or the link went down or
+    /// came back).
+    fn clear_tx(&mut self) {
+        self.tx = TxCache::EMPTY;
+        self.cold.tx2 = TxCache::EMPTY;
+    }
+
     /// Transmission start, end and arrival at the next hop for a packet that may start at
     /// `free`; arrivals never overtake the packet ahead (`prev_arrive`).
     #[inline]
@@ -718,7 +775,7 @@ impl LinkDir {
         prev_arrive: Instant,
     ) -> (Instant, Instant, Instant) {
         // A link that is down has no serialisation time either (see `TxCache`).
-        let tx = self.tx.get(size, &self.cold.rate, self.up);
+        let tx = self.tx_time(size);
         if tx != u64::MAX {
             let end = free + Duration(tx);
             (free, end, (end + self.delay).max(prev_arrive))
@@ -772,16 +829,13 @@ impl LinkDir {
         }
         self.busy_until = if self.up { free } else { now };
         self.cold.down_planned = !self.up;
-        if let Some(s) = self.ring.back() {
-            self.tail_arrive = s.arrive;
-        }
         self.rearm(sched);
     }
 
     /// Change the rate from `now` on.
     pub fn set_rate(&mut self, rate: Bandwidth, now: Instant, sched: &mut Scheduler) {
         self.cold.rate = rate;
-        self.tx = TxCache::new(rate, self.up);
+        self.clear_tx();
         if let Some(r) = &mut self.cold.red {
             r.set_rate(rate);
         }
@@ -790,6 +844,7 @@ impl LinkDir {
 
     /// Change the propagation delay for packets that start transmitting from `now` on.
     pub fn set_delay(&mut self, delay: Duration, now: Instant, sched: &mut Scheduler) {
+        self.fifo_check |= delay < self.delay;
         self.delay = delay;
         self.replan(now, sched);
     }
@@ -797,7 +852,7 @@ impl LinkDir {
     /// Take the link down (`false`) or bring it back (`true`) at `now`.
     pub fn set_up(&mut self, up: bool, now: Instant, sched: &mut Scheduler) {
         self.up = up;
-        self.tx = TxCache::new(self.cold.rate, up);
+        self.clear_tx();
         self.replan(now, sched);
     }
 
@@ -818,14 +873,13 @@ impl LinkDir {
         // The head has certainly started transmitting by now; if it was still counted as
         // waiting, count it out (later packets are counted out by `advance` when needed).
         if self.started == 0 {
-            self.waiting_pkts -= 1;
             self.waiting_bytes -= s.size as u64;
         } else {
             self.started -= 1;
         }
         if s.lost {
             self.counts.drops_wire += 1;
-            self.rare.wire_bytes += s.size as u64;
+            self.counts.wire_bytes += s.size as u64;
         }
         Some(Arrived {
             pkt: s.pkt,
@@ -835,14 +889,13 @@ impl LinkDir {
         })
     }
 
-    /// Prefetch the three lines an admission or an arrival reads (the fourth holds the rare
+    /// Prefetch the two lines an admission or an arrival reads (the third holds the drop
     /// counters).
     #[inline(always)]
     pub(crate) fn prefetch_hot(&self) {
         let a = (self as *const Self).cast::<u8>();
-        for k in 0..3 {
-            prefetch(a.wrapping_add(64 * k));
-        }
+        prefetch(a);
+        prefetch(a.wrapping_add(64));
     }
 
     /// The address of the slot behind the head, which the head's arrival moves into the
@@ -987,11 +1040,33 @@ mod tests {
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 13 * MS);
     }
-    /// The ring, with its front inline, is a FIFO of the accepted packets, and the record's
-    /// copy of the last slot's arrival equals the slot's, after any sequence of offers,
-    /// arrivals, rate and delay changes and outages.
+    /// The acceptance counters keep counting past 2^32 packets and bytes: their lower halves
+    /// sit in the record, and each wrap is carried into the drop counters' line.
     #[test]
-    fn the_ring_is_a_fifo_and_the_tail_copy_follows_it() {
+    fn acceptance_counters_carry_past_32_bits() {
+        let (mut l, mut s) = link_holding(1000);
+        l.accepted = Accepted {
+            packets: u32::MAX - 1,
+            bytes: u32::MAX - 1500,
+        };
+        for k in 0..3 {
+            assert_eq!(
+                l.offer(PacketId(k), 1000, 0, Instant(0), &mut s),
+                Offer::Accepted
+            );
+        }
+        let st = l.stats();
+        assert_eq!(st.accepted, (1 << 32) + 1);
+        assert_eq!(st.accepted_bytes, (1 << 32) - 1501 + 3000);
+        assert_eq!(st.delivered + 3, st.accepted);
+    }
+
+    /// The ring, with its front inline, is a FIFO of the accepted packets whose planned
+    /// arrivals never decrease, after any sequence of offers, arrivals, rate and delay
+    /// changes and outages; the packet counters balance (accepted = delivered + lost +
+    /// held).
+    #[test]
+    fn the_ring_is_a_fifo_and_arrivals_keep_its_order() {
         use proptest::prelude::*;
         use std::collections::VecDeque;
         #[derive(Clone, Debug)]
@@ -1038,9 +1113,12 @@ mod tests {
                 let ring: Vec<(u32, u32, u32)> =
                     l.ring.iter().map(|s| (s.pkt.0, s.size, s.hop)).collect();
                 prop_assert_eq!(ring, Vec::from(held.clone()));
-                if let Some(b) = l.ring.back() {
-                    prop_assert_eq!(l.tail_arrive, b.arrive);
-                }
+                let arrivals: Vec<Instant> = l.ring.iter().map(|s| s.arrive).collect();
+                prop_assert!(arrivals.windows(2).all(|w| w[0] <= w[1]), "{:?}", arrivals);
+                let waiting = l.ring.iter().filter(|s| s.start > t).count();
+                prop_assert_eq!(l.queue_len(t).0 as usize, waiting);
+                let st = l.stats();
+                prop_assert_eq!(st.accepted, st.delivered + st.drops_wire + held.len() as u64);
             }
         });
     }

@@ -300,10 +300,10 @@ impl Simulation {
 
     /// Prefetch, as a pipeline over the events ahead in the current run, what a link event
     /// reads, each stage from what the stage before brought in: for the third event ahead
-    /// (counting the next as the first) its link direction's three per-packet lines; for the
+    /// (counting the next as the first) its link direction's two per-packet lines; for the
     /// second, reading the head packet from that record (where the ring keeps it inline), the
     /// head packet's header, the slot behind the head and, from the hop table, either the next
-    /// link direction's three lines or, if the packet's route ends there, its flow's entry
+    /// link direction's two lines or, if the packet's route ends there, its flow's entry
     /// (two lines). A hint only: an event pushed in between, a stale event or a packet that
     /// does not arrive yet wastes a prefetch and changes nothing else.
     #[inline(always)]
