@@ -17,8 +17,14 @@ round-trip times, so that consecutive packets nearly always belong to different 
 `bench/scenarios/multipath-1k.toml`, with the ratio to the 8-flow case. The multipath
 scenario's bottleneck packets are those of both its bottlenecks (each connection has a subflow
 through each). The run's wall time excludes parsing; callgrind's instruction counts include it.
+On a shared machine one run's wall time moves by tens of percent with the other jobs, and a
+large run and the 8-flow run taken minutes apart see different disturbances. So each ratio is
+measured in `--pairs` rounds, each an 8-flow run followed at once by the large run, and the
+table gives the median of the rounds' ratios with their range, beside the median µs per packet
+of each side.
 
-    python bench/engine.py [--no-callgrind] [--quick] [--long] [--repeat N] [--json OUT]
+    python bench/engine.py [--no-callgrind] [--quick] [--long] [--repeat N] [--pairs N]
+                           [--json OUT]
 
 `--quick` leaves out the long and large runs (64 flows for 1000 s, 10,000 flows, 1,000
 multipath connections) and so the scale comparison. `--long` adds the scaled 10,000-flow
@@ -32,6 +38,7 @@ import argparse
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,6 +114,8 @@ def cases(quick: bool, long: bool = False) -> list[tuple[str, str, bool, bool]]:
 
 
 BOTTLENECKS = {MULTIPATH: MULTIPATH_BOTTLENECKS}
+# The large runs compared with the 8-flow dumbbell.
+SCALE = (TEN_K, TEN_K_SCALED, TEN_K_SCALED_LONG, TEN_K_DENSE, MULTIPATH)
 
 
 def run(path: Path, links: str) -> dict:
@@ -124,24 +133,46 @@ def best_run(path: Path, links: str, repeat: int) -> dict:
     return min((run(path, links) for _ in range(max(repeat, 1))), key=lambda r: r["wall_s"])
 
 
-def scale_rows(rows: list[dict]) -> list[dict]:
-    """Wall time per bottleneck packet of the large runs against the 8-flow dumbbell."""
+def us_per_packet(r: dict) -> float:
+    return r["wall_s"] / r["bottleneck_packets"] * 1e6
+
+
+def paired(ref: Path, big: Path, links: str, pairs: int) -> dict:
+    """`pairs` rounds of the 8-flow run `ref` followed by the large run `big`: each round's
+    ratio compares two runs taken seconds apart, which share the machine's disturbances."""
+    ref_us, big_us, ratios = [], [], []
+    for _ in range(max(pairs, 1)):
+        a = us_per_packet(run(ref, "bottleneck"))
+        b = us_per_packet(run(big, links))
+        ref_us.append(a)
+        big_us.append(b)
+        ratios.append(b / a)
+    return {
+        "ref_us_per_packet": ref_us,
+        "wall_us_per_packet_runs": big_us,
+        "ratios": ratios,
+    }
+
+
+def scale_rows(rows: list[dict], measured: dict[str, dict]) -> list[dict]:
+    """Wall time per bottleneck packet of the large runs against the 8-flow dumbbell, from
+    the paired rounds of `measured` (by scenario label)."""
     by = {r["scenario"]: r for r in rows}
-    base = by.get(EIGHT)
-    if base is None:
-        return []
-    ref = base["wall_us_per_packet"]
     out = []
-    for label in (EIGHT, TEN_K, TEN_K_SCALED, TEN_K_SCALED_LONG, TEN_K_DENSE, MULTIPATH):
-        r = by.get(label)
-        if r is None:
+    for label in (TEN_K, TEN_K_SCALED, TEN_K_SCALED_LONG, TEN_K_DENSE, MULTIPATH):
+        r, m = by.get(label), measured.get(label)
+        if r is None or m is None:
             continue
         out.append(
             {
                 "scenario": label,
                 "bottleneck_packets": r["bottleneck_packets"],
-                "wall_us_per_packet": r["wall_us_per_packet"],
-                "ratio_to_8_flows": r["wall_us_per_packet"] / ref,
+                "ref_us_per_packet": statistics.median(m["ref_us_per_packet"]),
+                "wall_us_per_packet": statistics.median(m["wall_us_per_packet_runs"]),
+                "ratio_to_8_flows": statistics.median(m["ratios"]),
+                "ratio_min": min(m["ratios"]),
+                "ratio_max": max(m["ratios"]),
+                "pairs": len(m["ratios"]),
                 "events_per_packet": r["events_per_packet"],
                 "instructions_per_packet": r["instructions_per_packet"],
             }
@@ -188,8 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--repeat", type=int, default=3, help="wall-clock runs per scenario (best is kept)"
     )
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        default=3,
+        help="rounds of an 8-flow run and a large run for each scale ratio (median kept)",
+    )
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     args = ap.parse_args(argv)
+    if args.repeat < 1 or args.pairs < 1:
+        ap.error(f"--repeat and --pairs must be at least 1, got {args.repeat} and {args.pairs}")
 
     build()
     baseline = bare_loop()
@@ -200,12 +239,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(header)
     rows = []
+    measured: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        ref = Path(tmp) / "eight.toml"
+        ref.write_text((ROOT / "scenarios" / "dumbbell.toml").read_text())
         for k, (label, text, count, again) in enumerate(cases(args.quick, args.long)):
             path = Path(tmp) / f"case{k}.toml"
             path.write_text(text)
             links = BOTTLENECKS.get(label, "bottleneck")
             r = best_run(path, links, args.repeat if again else 1)
+            if label in SCALE:
+                measured[label] = paired(ref, path, links, args.pairs)
             pkts = r["bottleneck_packets"]
             ir = instructions(path) if count and not args.no_callgrind else None
             row = {
@@ -225,20 +269,25 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['events_per_packet']:>7.2f} {ipp:>10} {row['peak_rss_mb']:>6.1f} MB "
                 f"{row['events_per_s_of_bare_loop']:>7.1%}"
             )
-    scale = scale_rows(rows)
-    if len(scale) > 1:
+    scale = scale_rows(rows, measured)
+    if scale:
         print()
-        print("scale: wall time per bottleneck packet against the 8-flow dumbbell (target: 2x)")
         print(
-            f"{'scenario':<46} {'bn packets':>11} {'µs/pkt':>7} {'ratio':>6} "
-            f"{'ev/pkt':>7} {'instr/pkt':>10}"
+            "scale: wall time per bottleneck packet against the 8-flow dumbbell "
+            f"(target: 2x), median of {args.pairs} paired rounds"
+        )
+        print(
+            f"{'scenario':<46} {'bn packets':>11} {'8-flow µs':>9} {'µs/pkt':>7} "
+            f"{'ratio':>6} {'range':>11} {'ev/pkt':>7} {'instr/pkt':>10}"
         )
         for s in scale:
             ipp = s["instructions_per_packet"]
             ipp_text = f"{ipp:,.0f}" if ipp else "—"
+            span = f"{s['ratio_min']:.2f}-{s['ratio_max']:.2f}"
             print(
                 f"{s['scenario']:<46} {s['bottleneck_packets']:>11,} "
-                f"{s['wall_us_per_packet']:>7.2f} {s['ratio_to_8_flows']:>5.1f}x "
+                f"{s['ref_us_per_packet']:>9.3f} {s['wall_us_per_packet']:>7.3f} "
+                f"{s['ratio_to_8_flows']:>5.2f}x {span:>11} "
                 f"{s['events_per_packet']:>7.2f} {ipp_text:>10}"
             )
     if args.json:

@@ -1,0 +1,84 @@
+"""bench/engine.py's scale comparison: each ratio from rounds of an 8-flow run followed by
+the large run, summarised by the median of the rounds' ratios and their range.
+
+The simulator here is a stand-in script that prints the `run` example's JSON with a wall time
+chosen by the scenario file's name and the call's number, so the expected ratios follow from
+those numbers.
+"""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import engine  # noqa: E402
+
+
+def fake_run(tmp: Path, walls: dict[str, list[float]], packets: int = 1_000_000) -> Path:
+    """A script answering `run FILE --json --link L`: the k-th call for a file named `name`
+    reports wall time `walls[name][k]`; every call is logged to `calls.log`."""
+    script = tmp / "run"
+    script.write_text(
+        f"""#!{sys.executable}
+import json, sys
+from pathlib import Path
+name = Path(sys.argv[1]).stem
+state = Path({str(tmp)!r}) / (name + ".count")
+k = int(state.read_text()) if state.exists() else 0
+state.write_text(str(k + 1))
+with open({str(tmp / "calls.log")!r}, "a") as f:
+    f.write(name + " " + " ".join(sys.argv[2:]) + "\\n")
+walls = {walls!r}
+print(json.dumps({{"wall_s": walls[name][k], "bottleneck_packets": {packets},
+                  "events": 6 * {packets}, "peak_rss_kb": 1024}}))
+"""
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_each_ratio_pairs_an_eight_flow_run_with_the_large_run_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1,000,000 packets: a wall time of w seconds is w µs per packet. The machine slows
+    # down in the second round; the paired ratios stay 2, 2.5 and 3.
+    monkeypatch.setattr(
+        engine,
+        "RUN",
+        fake_run(tmp_path, {"eight": [0.3, 0.6, 0.2], "big": [0.6, 1.5, 0.6]}),
+    )
+    ref, big = tmp_path / "eight.toml", tmp_path / "big.toml"
+    m = engine.paired(ref, big, "bottleneck,bottleneck2", pairs=3)
+    assert m["ratios"] == pytest.approx([2.0, 2.5, 3.0])
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert [c.split()[0] for c in calls] == ["eight", "big"] * 3
+    assert calls[1].split()[1:] == ["--json", "--link", "bottleneck,bottleneck2"]
+    assert calls[0].split()[1:] == ["--json", "--link", "bottleneck"]
+
+    row = {
+        "scenario": engine.MULTIPATH,
+        "bottleneck_packets": 1_000_000,
+        "events_per_packet": 6.0,
+        "instructions_per_packet": None,
+    }
+    (s,) = engine.scale_rows([row], {engine.MULTIPATH: m})
+    assert s["ratio_to_8_flows"] == pytest.approx(2.5)
+    assert (s["ratio_min"], s["ratio_max"]) == pytest.approx((2.0, 3.0))
+    assert s["ref_us_per_packet"] == pytest.approx(0.3)
+    assert s["wall_us_per_packet"] == pytest.approx(0.6)
+    assert s["pairs"] == 3
+    # A run compared without its paired rounds is left out rather than shown unpaired.
+    assert engine.scale_rows([row], {}) == []
+
+
+def test_the_command_line_refuses_fewer_than_one_pair(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as e:
+        engine.main(["--pairs", "0"])
+    assert e.value.code == 2
+    assert "--repeat and --pairs must be at least 1, got 3 and 0" in capsys.readouterr().err
