@@ -446,10 +446,17 @@ def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
 
 # The emulator's p99 lateness in this 100 s dumbbell has been 0.04-0.06 ms on a quiet machine
 # and up to 0.17 ms on a busy one, with the emulated total 2.6-3.4 % below the simulator's
-# (48.3-48.7 against 50.0 Mbit/s). Further above, the host held the emulator (and the kernel
-# stacks beside it) back for part of the run: one run with a p99 of 0.28 ms came out 6.9 %
-# below. Such a run is repeated once, and the repeat is asserted whatever its figures.
-DISTURBED_P99_MS = 0.25
+# (48.3-48.7 against 50.0 Mbit/s; 3.4 % at 0.155 ms). Further above, the host held the
+# emulator (and the kernel stacks beside it) back for part of the run: runs with a p99 of
+# 0.185 ms and 0.28 ms came out 5.9 % and 6.9 % below, and two at 1.2 ms and 3.0 ms, while
+# the hypervisor took 8 s and 19 s of CPU from this VM, 13 % and 22 % below. Such a run is
+# repeated after a pause, up to DISTURBED_RUNS runs in all, and the least late one is
+# asserted; if every run was disturbed and the host took at least HOST_BUSY_S of CPU during
+# each, the comparison is skipped as one of the machine, not of the emulator.
+DISTURBED_P99_MS = 0.15
+DISTURBED_RUNS = 3
+DISTURBED_PAUSE_S = 20.0
+HOST_BUSY_S = 1.0
 
 
 def _steal_s() -> float:
@@ -464,35 +471,52 @@ def _steal_s() -> float:
 
 def repeat_while_late(
     run: Any, late: Any, label: str, runs: int, pause_s: float = 0.0
-) -> EmulatedResult:
+) -> list[tuple[EmulatedResult, float]]:
     """Call ``run`` (an emulation) until ``late`` of its result is false, at most ``runs``
-    times with ``pause_s`` between them, and return the last result. Each run's lateness,
-    reasons for being unreliable and the CPU time the host took meanwhile are printed."""
+    times with ``pause_s`` between them, and return every run's result with the CPU time the
+    host took meanwhile (the last run last). Each run's lateness, reasons for being
+    unreliable and that CPU time are printed."""
+    done = []
     for attempt in range(1, runs + 1):
         steal = _steal_s()
         res: EmulatedResult = run()
+        stolen = _steal_s() - steal
         e = res.emulation
         print(
             f"{label}: run {attempt}, p99 lateness {float(e['lateness']['p99_ms']):.3f} ms; "
             f"unreliable because {e['unreliable_because']}; "
-            f"{_steal_s() - steal:.2f} s of CPU taken by the host meanwhile"
+            f"{stolen:.2f} s of CPU taken by the host meanwhile"
         )
+        done.append((res, stolen))
         if not late(res):
             break
         if attempt < runs:
             time.sleep(pause_s)
-    return res
+    return done
+
+
+def _p99_ms(res: EmulatedResult) -> float:
+    return float(res.emulation["lateness"]["p99_ms"])
 
 
 def _emulate_undisturbed(scenario: Any, label: str) -> EmulatedResult:
-    """Emulate ``scenario``, once more if the emulator's own p99 lateness shows a disturbed
-    run (see ``DISTURBED_P99_MS``)."""
-    return repeat_while_late(
+    """Emulate ``scenario`` until the emulator's own p99 lateness shows an undisturbed run
+    (see ``DISTURBED_P99_MS``), and return the least late run."""
+    done = repeat_while_late(
         lambda: emulate(scenario),
-        lambda r: float(r.emulation["lateness"]["p99_ms"]) > DISTURBED_P99_MS,
+        lambda r: _p99_ms(r) > DISTURBED_P99_MS,
         label,
-        runs=2,
+        runs=DISTURBED_RUNS,
+        pause_s=DISTURBED_PAUSE_S,
     )
+    best, _ = min(done, key=lambda d: _p99_ms(d[0]))
+    if _p99_ms(best) > DISTURBED_P99_MS and all(s >= HOST_BUSY_S for _, s in done):
+        pytest.skip(
+            f"{label}: every one of {len(done)} runs was late (p99 lateness "
+            f"{', '.join(f'{_p99_ms(r):.3f}' for r, _ in done)} ms) while the host took "
+            f"{', '.join(f'{s:.1f}' for _, s in done)} s of CPU from this machine"
+        )
+    return best
 
 
 @pytest.fixture(scope="module")
