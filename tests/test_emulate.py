@@ -157,13 +157,15 @@ def decrease_ratios(res: EmulatedResult, flow: int, subflow: int = 0) -> list[fl
 @pytest.mark.parametrize("rate", [10, 50, 100])
 def test_one_tcp_flow_fills_the_link(tmp_path: Path, rate: int) -> None:
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
-    res = emulate(_scenario(tmp_path, _one_link(rate, flow)))
+    path = _scenario(tmp_path, _one_link(rate, flow))
+    # A run the emulator could not keep on time is repeated once (see `kept_time`).
+    done = repeat_while_late(lambda: emulate(path), lambda r: not r.reliable, f"{rate}", 2)
+    res = kept_time(done, f"{rate} Mbit/s")
     # Payload over the link rate: 1460 of every 1500 bytes on the wire carry data, so a full
     # link gives 97.3 % as goodput; 93 % leaves room for sawtooth dips below the full link.
     goodput = _steady_goodput(res, 0, after_s=2.0)
     print(f"{rate} Mbit/s: steady goodput {goodput / 1e6:.2f} Mbit/s; {res.emulation['lateness']}")
     assert goodput >= 0.93 * rate * 1e6
-    assert res.reliable, res.emulation["unreliable_because"]
     assert res.emulation["kernel_algorithms"] == ["reno"]
     # The kernel's view reached the tables: a window and an RTT at least the propagation RTT.
     assert res.flows["mean_cwnd_bytes"][0] > 0
@@ -293,14 +295,19 @@ def _idle_echoes(tmp_path: Path) -> tuple[float, int, EmulatedResult]:
 def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     # A run the emulator itself finds disturbed (a packet held in a device or released later
     # than a tenth of the link's delay: with some 90 packets in the run, p99 is the worst of
-    # them) is repeated once, and the repeat is asserted whatever its figures.
+    # them) is repeated once, and the repeat must be on time unless the host took the CPU
+    # during both (see `kept_time`).
+    done = []
     for attempt in (1, 2):
         before = _kernel_echo_rtt_s(), _wake_latency_s()
+        steal, t0 = _steal_s(), time.monotonic()
         median, answered, res = _idle_echoes(tmp_path)
+        done.append((res, (_steal_s() - steal) / max(time.monotonic() - t0, 1e-9)))
         after = _kernel_echo_rtt_s(), _wake_latency_s()
         print(f"attempt {attempt}: unreliable because {res.emulation['unreliable_because']}")
         if res.reliable:
             break
+    kept_time(done, "idle ping")
     assert answered >= 30
     # The link model's round trip: 2 x 20 ms of propagation plus 2 x 48 µs of transmission of
     # the 60-byte echo at 10 Mbit/s. Nothing may come back sooner.
@@ -326,7 +333,6 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
         f"intake + lateness p90 {emulator * 1e3:.3f})"
     )
     assert median - model_rtt <= allowed
-    assert res.reliable
 
 
 @realtime
@@ -451,12 +457,15 @@ def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
 # 0.185 ms and 0.28 ms came out 5.9 % and 6.9 % below, and two at 1.2 ms and 3.0 ms, while
 # the hypervisor took 8 s and 19 s of CPU from this VM, 13 % and 22 % below. Such a run is
 # repeated after a pause, up to DISTURBED_RUNS runs in all, and the least late one is
-# asserted; if every run was disturbed and the host took at least HOST_BUSY_S of CPU during
-# each, the comparison is skipped as one of the machine, not of the emulator.
+# asserted; if every run was disturbed and the host took at least HOST_BUSY of the CPU time
+# during each, the comparison is skipped as one of the machine, not of the emulator.
 DISTURBED_P99_MS = 0.15
 DISTURBED_RUNS = 3
 DISTURBED_PAUSE_S = 20.0
-HOST_BUSY_S = 1.0
+# The share of a run's wall time the hypervisor took from this VM (`steal`) above which the
+# host, not the emulator, is taken to have made the run late: 0.1-0.3 % in runs on a quiet
+# host, 1.3-2 % in dumbbell runs at a p99 of 0.17-0.19 ms, 8-19 % at 1.2-3.0 ms.
+HOST_BUSY = 0.01
 
 
 def _steal_s() -> float:
@@ -473,21 +482,22 @@ def repeat_while_late(
     run: Any, late: Any, label: str, runs: int, pause_s: float = 0.0
 ) -> list[tuple[EmulatedResult, float]]:
     """Call ``run`` (an emulation) until ``late`` of its result is false, at most ``runs``
-    times with ``pause_s`` between them, and return every run's result with the CPU time the
-    host took meanwhile (the last run last). Each run's lateness, reasons for being
-    unreliable and that CPU time are printed."""
+    times with ``pause_s`` between them, and return every run's result with the share of its
+    wall time the host took from this machine (the last run last). Each run's lateness,
+    reasons for being unreliable and the CPU time the host took are printed."""
     done = []
     for attempt in range(1, runs + 1):
-        steal = _steal_s()
+        steal, t0 = _steal_s(), time.monotonic()
         res: EmulatedResult = run()
         stolen = _steal_s() - steal
+        wall = max(time.monotonic() - t0, 1e-9)
         e = res.emulation
         print(
             f"{label}: run {attempt}, p99 lateness {float(e['lateness']['p99_ms']):.3f} ms; "
             f"unreliable because {e['unreliable_because']}; "
             f"{stolen:.2f} s of CPU taken by the host meanwhile"
         )
-        done.append((res, stolen))
+        done.append((res, stolen / wall))
         if not late(res):
             break
         if attempt < runs:
@@ -510,13 +520,50 @@ def _emulate_undisturbed(scenario: Any, label: str) -> EmulatedResult:
         pause_s=DISTURBED_PAUSE_S,
     )
     best, _ = min(done, key=lambda d: _p99_ms(d[0]))
-    if _p99_ms(best) > DISTURBED_P99_MS and all(s >= HOST_BUSY_S for _, s in done):
+    if _p99_ms(best) > DISTURBED_P99_MS:
+        skip_if_host_busy(done, label)
+    return best
+
+
+def skip_if_host_busy(done: list[tuple[EmulatedResult, float]], label: str) -> None:
+    """Skip the test if the host took at least ``HOST_BUSY`` of the wall time of every run in
+    ``done`` (runs the caller found late): their timing measures the machine, not the
+    emulator. A late run on a host that left the CPU alone is for the caller to fail."""
+    if all(share >= HOST_BUSY for _, share in done):
         pytest.skip(
             f"{label}: every one of {len(done)} runs was late (p99 lateness "
             f"{', '.join(f'{_p99_ms(r):.3f}' for r, _ in done)} ms) while the host took "
-            f"{', '.join(f'{s:.1f}' for _, s in done)} s of CPU from this machine"
+            f"{', '.join(f'{share:.1%}' for _, share in done)} of the CPU from this machine"
         )
-    return best
+
+
+def kept_time(done: list[tuple[EmulatedResult, float]], label: str) -> EmulatedResult:
+    """The last run of ``done``, which must be one the emulator kept on time, unless the host
+    took the CPU during every run (see ``skip_if_host_busy``)."""
+    res = done[-1][0]
+    if not res.reliable:
+        skip_if_host_busy(done, label)
+    assert res.reliable, res.emulation["unreliable_because"]
+    return res
+
+
+def test_a_late_run_is_skipped_only_when_the_host_took_the_cpu_every_time() -> None:
+    """`kept_time` on stand-in results: on time passes; late with the host busy in every run
+    skips; late with one run the host left alone fails."""
+    from types import SimpleNamespace
+
+    def result(p99_ms: float) -> Any:
+        late = p99_ms > 0.2
+        return SimpleNamespace(
+            reliable=not late,
+            emulation={"lateness": {"p99_ms": p99_ms}, "unreliable_because": ["late"] * late},
+        )
+
+    assert kept_time([(result(0.05), 0.5)], "x").reliable
+    with pytest.raises(pytest.skip.Exception, match=r"1\.200, 3\.000 ms.*8\.0%, 19\.0%"):
+        kept_time([(result(1.2), 0.08), (result(3.0), 0.19)], "x")
+    with pytest.raises(AssertionError):
+        kept_time([(result(1.2), 0.08), (result(3.0), HOST_BUSY / 2)], "x")
 
 
 @pytest.fixture(scope="module")
