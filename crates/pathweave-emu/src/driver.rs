@@ -10,7 +10,7 @@
 //!    is written to its destination TUN device can be late, and that lateness is measured;
 //! 2. packets waiting on the TUN devices are read and offered to the first link of their route
 //!    at the current clock reading, which is never earlier than any event already dispatched;
-//! 3. the thread sleeps in `ppoll` until the next event or a readable device.
+//! 3. the thread sleeps until the next event or a readable device (see [`sys::Poller`]).
 //!
 //! Packets live in a pool of fixed-size buffers that grows in chunks and is reused, so the
 //! per-packet path allocates nothing once the pool has reached its working size.
@@ -368,15 +368,9 @@ impl Driver {
         // Real-time priority keeps other work on the machine from delaying packets; the
         // loop sleeps between events, and the kernel's RT throttling bounds it regardless.
         self.stats.realtime = sys::set_realtime(REALTIME_PRIORITY);
-        let mut pollfds: Vec<libc::pollfd> = self
-            .ports
-            .iter()
-            .map(|p| libc::pollfd {
-                fd: p.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        let fds: Vec<_> = self.ports.iter().map(|p| p.fd.as_raw_fd()).collect();
+        let mut poller = sys::Poller::new(&fds)?;
+        let mut found = vec![false; fds.len()];
         let mut scratch = vec![0u8; self.pool.slot];
         let mut pacer = Pacer::new(sys::thread_cpu_ns);
         let start = sys::monotonic_ns().saturating_sub(epoch);
@@ -389,20 +383,18 @@ impl Driver {
             if now >= self.end || stop.load(Ordering::Relaxed) {
                 break;
             }
-            // Read whatever is waiting, stamped with a fresh clock reading.
+            // Read whatever the last poll found waiting, stamped with a fresh clock reading.
             let mut any = false;
-            for (i, pfd) in pollfds.iter().enumerate() {
-                if pfd.revents & libc::POLLIN != 0 {
-                    any |= self.read_port(i, epoch, &mut scratch)?;
+            for r in poller.ready() {
+                if r.readable {
+                    any |= self.read_port(r.index, epoch, &mut scratch)?;
                 }
-                if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+                if r.error {
                     return Err(std::io::Error::other(format!(
-                        "TUN device {i} reported an error"
+                        "TUN device {} reported an error",
+                        r.index
                     )));
                 }
-            }
-            for p in pollfds.iter_mut() {
-                p.revents = 0;
             }
             if any {
                 pacer.activity(sys::monotonic_ns().saturating_sub(epoch));
@@ -415,28 +407,32 @@ impl Driver {
                 .min(self.end.0);
             match pacer.plan(now, next) {
                 None => {
-                    sys::poll(&mut pollfds, Some(0))?;
+                    poller.wait(Some(0))?;
                 }
                 Some((timeout, target)) => {
-                    let ready = sys::poll(&mut pollfds, Some(timeout))?;
+                    let ready = poller.wait(Some(timeout))?;
                     let polled = sys::monotonic_ns().saturating_sub(epoch);
                     pacer.slept(target, polled, ready == 0);
                     // A packet that woke the thread from its sleep on a drained device is
                     // counted from the wake-up: the thread's own wake-up latency is not
                     // measured here (it is the same latency the pacer's margin absorbs).
-                    for (i, p) in pollfds.iter().enumerate() {
-                        if p.revents & libc::POLLIN != 0 && self.drained[i] {
-                            self.seen_empty[i] = polled;
+                    for r in poller.ready() {
+                        if r.readable && self.drained[r.index] {
+                            self.seen_empty[r.index] = polled;
                         }
                     }
                 }
             }
-            // A device the poll found without a packet was empty when the poll returned.
+            // A device the poll did not find readable was empty when the poll returned.
             let polled = sys::monotonic_ns().saturating_sub(epoch);
-            for (i, p) in pollfds.iter().enumerate() {
-                if p.revents & libc::POLLIN == 0 {
-                    self.seen_empty[i] = polled;
+            for r in poller.ready() {
+                found[r.index] = r.readable;
+            }
+            for (seen, found) in self.seen_empty.iter_mut().zip(found.iter_mut()) {
+                if !*found {
+                    *seen = polled;
                 }
+                *found = false;
             }
         }
         self.stats.cpu_ns = sys::thread_cpu_ns().saturating_sub(cpu_start);
