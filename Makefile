@@ -61,7 +61,7 @@ test-rust: kernel-deps
 # PYTEST_ARGS narrows the run, e.g. PYTEST_ARGS='-m "not slow and not emulation"'.
 PYTEST_ARGS ?=
 test-python: setup
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest --durations=15 $(PYTEST_ARGS)
 
 lint: setup
 	cargo fmt --all -- --check
@@ -75,7 +75,7 @@ lint: setup
 
 # Slow reproductions and cross-checks (deselected by default).
 slow: setup
-	$(BIN)/pytest -m slow
+	$(BIN)/pytest --durations=10 -m slow
 
 # The documentation site, with broken links as errors.
 docs: setup
