@@ -453,16 +453,16 @@ def _shortened(tmp_path: Path, name: str, seconds: int, **flows: str) -> Path:
 # The emulator's p99 lateness in this 100 s dumbbell has been 0.04-0.06 ms on a quiet machine
 # and 0.12-0.17 ms on a busy one. The emulated total comes out below the simulator's at every
 # lateness: 2.6-3.4 % on a quiet machine, 2.5-5.4 % at a p99 of 0.12-0.17 ms, 5.9 % at 0.185 ms
-# and 6.9 % at 0.28 ms. The difference is Linux's, not the emulator's timing: moving the
-# emulator's kernel work to the other CPU halved its intake wait and cut its lateness without
-# raising the total, and the simulator itself loses only 0.5 % to a quarter of a millisecond
-# more round trip. Over 60 s Linux's flows held 4 % less congestion window in all than the
-# simulator's at the same smoothed RTT and for as many drops after slow start, and lost 30 %
-# more packets in slow start; ns-3 on the same dumbbell, with SACK, also totals 48.5-49.0 Mbit/s
-# (docs/emulation.md). TOTAL_TOLERANCE covers that measured range up to a p99 of 0.3 ms and a
-# run-to-run spread of 1 %. Further above, the host held the emulator and the kernel stacks
-# beside it back for part of the run: two runs at 1.2 ms and 3.0 ms, while the hypervisor took
-# 8 s and 19 s of CPU from this VM, came out 13 % and 22 % below. A run with a p99 above
+# and 6.9 % at 0.28 ms. The difference lies between the TCPs, not in the emulator's timing:
+# moving the emulator's kernel work to the other CPU halved its intake wait and cut its lateness
+# without raising the total, and the simulator itself loses only 0.5 % to a quarter of a
+# millisecond more round trip. Over 60 s Linux's flows held 4 % less congestion window in all
+# than the simulator's at the same smoothed RTT and for as many drops after slow start, and lost
+# 30 % more packets in slow start; ns-3 on the same dumbbell, with SACK, also totals 48.5-49.0
+# Mbit/s (docs/emulation.md). TOTAL_TOLERANCE covers that measured range up to a p99 of 0.3 ms
+# and a run-to-run spread of 1 %. Further above, the host held the emulator and the kernel
+# stacks beside it back for part of the run: two runs at 1.2 ms and 3.0 ms, while the hypervisor
+# took 8 s and 19 s of CPU from this VM, came out 13 % and 22 % below. A run with a p99 above
 # DISTURBED_P99_MS is repeated after a pause, up to DISTURBED_RUNS runs in all, and the least
 # late one is asserted; if every run was disturbed and the host took at least HOST_BUSY of the
 # CPU time during each, the comparison is skipped as one of the machine, not of the emulator.
