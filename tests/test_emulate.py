@@ -703,6 +703,36 @@ def test_an_interrupted_run_removes_everything(tmp_path: Path, sig: signal.Signa
 
 
 @realtime
+def test_both_ends_run_the_tcp_the_simulator_models(tmp_path: Path) -> None:
+    """While a run is on, each of its namespaces holds the settings docs/emulation.md lists:
+    20-byte headers (no timestamps), classic loss recovery (no RACK, tail loss probes or
+    F-RTO), SACK as the scenario says, and one segment per send."""
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    path = _scenario(tmp_path, _one_link(10, flow, duration="4s"))
+    proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
+    try:
+        _wait_for_namespaces(proc.pid, 2)
+        expected = {
+            "net.ipv4.tcp_timestamps": "0",
+            "net.ipv4.tcp_recovery": "0",
+            "net.ipv4.tcp_early_retrans": "0",
+            "net.ipv4.tcp_frto": "0",
+            "net.ipv4.tcp_sack": "1",  # recovery = "sack" in `_one_link`
+            "net.ipv4.tcp_min_tso_segs": "1",
+        }
+        for ns in leftovers(proc.pid):
+            out = subprocess.run(
+                ["ip", "netns", "exec", ns, "sysctl", "-n", *expected],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            assert dict(zip(expected, out.stdout.split(), strict=True)) == expected, ns
+    finally:
+        assert proc.wait(timeout=30) == 0
+
+
+@realtime
 def test_a_killed_run_is_cleaned_up_by_cleanup(tmp_path: Path) -> None:
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(10, flow, duration="30s"))
