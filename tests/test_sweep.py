@@ -572,8 +572,10 @@ def test_unreachable_dask_scheduler_is_a_clear_error(sweep_scenario: Path, tmp_p
 
 # --- interruption ---------------------------------------------------------------------------
 
-# Ten runs of a few tenths of a second each: long enough to interrupt in the middle.
-LONG = SMALL.replace('"10Mbps"', '"100Mbps"').replace('"5s"', '"40s"') + textwrap.dedent(
+# Ten runs of about half a second each, so that the seven or so still to run after the third
+# has finished leave seconds to interrupt in (at 40 s simulated, about a tenth of a second
+# each, the last runs once finished before the signal arrived on a busy machine).
+LONG = SMALL.replace('"10Mbps"', '"100Mbps"').replace('"5s"', '"200s"') + textwrap.dedent(
     """
     [sweep]
     seeds = 10
