@@ -159,8 +159,9 @@ def test_one_tcp_flow_fills_the_link(tmp_path: Path, rate: int) -> None:
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(rate, flow))
     # A run the emulator could not keep on time is repeated once (see `kept_time`).
-    done = repeat_while_late(lambda: emulate(path), lambda r: not r.reliable, f"{rate}", 2)
-    res = kept_time(done, f"{rate} Mbit/s")
+    label = f"one flow at {rate} Mbit/s"
+    done = repeat_while_late(lambda: emulate(path), lambda r: not r.reliable, label, 2)
+    res = kept_time(done, label)
     # Payload over the link rate: 1460 of every 1500 bytes on the wire carry data, so a full
     # link gives 97.3 % as goodput; 93 % leaves room for sawtooth dips below the full link.
     goodput = _steady_goodput(res, 0, after_s=2.0)
@@ -300,9 +301,8 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     done = []
     for attempt in (1, 2):
         before = _kernel_echo_rtt_s(), _wake_latency_s()
-        steal, t0 = _steal_s(), time.monotonic()
-        median, answered, res = _idle_echoes(tmp_path)
-        done.append((res, (_steal_s() - steal) / max(time.monotonic() - t0, 1e-9)))
+        (median, answered, res), _, share = _with_host_share(lambda: _idle_echoes(tmp_path))
+        done.append((res, share))
         after = _kernel_echo_rtt_s(), _wake_latency_s()
         print(f"attempt {attempt}: unreliable because {res.emulation['unreliable_because']}")
         if res.reliable:
@@ -486,6 +486,15 @@ def _steal_s() -> float:
         return 0.0
 
 
+def _with_host_share(call: Any) -> tuple[Any, float, float]:
+    """``call()``'s result, the CPU seconds the host took from this machine meanwhile (see
+    ``_steal_s``) and their share of the call's wall time."""
+    steal, t0 = _steal_s(), time.monotonic()
+    value = call()
+    stolen = _steal_s() - steal
+    return value, stolen, stolen / max(time.monotonic() - t0, 1e-9)
+
+
 def repeat_while_late(
     run: Any, late: Any, label: str, runs: int, pause_s: float = 0.0
 ) -> list[tuple[EmulatedResult, float]]:
@@ -495,17 +504,14 @@ def repeat_while_late(
     reasons for being unreliable and the CPU time the host took are printed."""
     done = []
     for attempt in range(1, runs + 1):
-        steal, t0 = _steal_s(), time.monotonic()
-        res: EmulatedResult = run()
-        stolen = _steal_s() - steal
-        wall = max(time.monotonic() - t0, 1e-9)
+        res, stolen, share = _with_host_share(run)
         e = res.emulation
         print(
             f"{label}: run {attempt}, p99 lateness {float(e['lateness']['p99_ms']):.3f} ms; "
             f"unreliable because {e['unreliable_because']}; "
             f"{stolen:.2f} s of CPU taken by the host meanwhile"
         )
-        done.append((res, stolen / wall))
+        done.append((res, share))
         if not late(res):
             break
         if attempt < runs:
