@@ -474,6 +474,13 @@ DISTURBED_PAUSE_S = 20.0
 # host, not the emulator, is taken to have made the run late: 0.1-0.3 % in runs on a quiet
 # host, 1.3-2 % in dumbbell runs at a p99 of 0.17-0.19 ms, 8-19 % at 1.2-3.0 ms.
 HOST_BUSY = 0.01
+# Once this many emulations in a row ended late with the host busy in every run, a further
+# late run on a busy host is not repeated (a late run on a quiet host still is), until one
+# run is on time or late on a quiet host. The host's busy spells last minutes (one CI run:
+# about seven; another: the whole forty minutes of the kernel tests), and every test in such
+# a spell otherwise spent its full repeats and pauses on a verdict already known: a skip.
+BUSY_STREAK_LIMIT = 2
+_busy_streak = 0
 
 
 def _steal_s() -> float:
@@ -501,7 +508,10 @@ def repeat_while_late(
     """Call ``run`` (an emulation) until ``late`` of its result is false, at most ``runs``
     times with ``pause_s`` between them, and return every run's result with the share of its
     wall time the host took from this machine (the last run last). Each run's lateness,
-    reasons for being unreliable and the CPU time the host took are printed."""
+    reasons for being unreliable and the CPU time the host took are printed. While the host
+    has been busy through ``BUSY_STREAK_LIMIT`` calls in a row, a late run on a busy host ends
+    the call."""
+    global _busy_streak
     done = []
     for attempt in range(1, runs + 1):
         res, stolen, share = _with_host_share(run)
@@ -514,8 +524,13 @@ def repeat_while_late(
         done.append((res, share))
         if not late(res):
             break
+        if _busy_streak >= BUSY_STREAK_LIMIT and share >= HOST_BUSY:
+            print(f"{label}: the host has been busy through {_busy_streak} emulations; no repeat")
+            break
         if attempt < runs:
             time.sleep(pause_s)
+    busy = late(done[-1][0]) and all(share >= HOST_BUSY for _, share in done)
+    _busy_streak = _busy_streak + 1 if busy else 0
     return done
 
 
@@ -578,6 +593,40 @@ def test_a_late_run_is_skipped_only_when_the_host_took_the_cpu_every_time() -> N
         kept_time([(result(1.2), 0.08), (result(3.0), 0.19)], "x")
     with pytest.raises(AssertionError):
         kept_time([(result(1.2), 0.08), (result(3.0), HOST_BUSY / 2)], "x")
+
+
+def test_a_busy_host_stops_the_repeats_after_a_streak(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`repeat_while_late` on stand-in runs: the full repeats while the streak of busy-host
+    verdicts is short; one run per call once it is long, except for a late run on a quiet
+    host; an on-time run ends the streak."""
+    from types import SimpleNamespace
+
+    shares: list[float] = []
+    monkeypatch.setattr(sys.modules[__name__], "_busy_streak", 0)
+    monkeypatch.setattr(
+        sys.modules[__name__], "_with_host_share", lambda call: (call(), 0.0, shares.pop(0))
+    )
+    late = SimpleNamespace(emulation={"lateness": {"p99_ms": 1.0}, "unreliable_because": ["x"]})
+    on_time = SimpleNamespace(emulation={"lateness": {"p99_ms": 0.1}, "unreliable_because": []})
+
+    def calls(results: list[Any], host: list[float]) -> int:
+        shares[:] = host
+        it = iter(results)
+        done = repeat_while_late(lambda: next(it), lambda r: r is late, "x", 3)
+        return len(done)
+
+    busy = [2 * HOST_BUSY] * 3
+    assert [calls([late] * 3, busy) for _ in range(BUSY_STREAK_LIMIT)] == [3] * BUSY_STREAK_LIMIT
+    assert calls([late] * 3, busy) == 1
+    # A late run on a quiet host is repeated, and the call's verdict (quiet) ends the streak.
+    assert calls([late] * 3, [HOST_BUSY / 2] * 3) == 3
+    assert calls([late] * 3, busy) == 3
+    for _ in range(BUSY_STREAK_LIMIT - 1):
+        calls([late] * 3, busy)
+    assert calls([late, on_time], busy[:2]) == 1
+    # An on-time run ends the streak, so the next late run is repeated again.
+    assert calls([on_time], busy[:1]) == 1
+    assert calls([late, on_time], busy[:2]) == 2
 
 
 @pytest.fixture(scope="module")
