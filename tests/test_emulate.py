@@ -524,7 +524,7 @@ def repeat_while_late(
         done.append((res, share))
         if not late(res):
             break
-        if _busy_streak >= BUSY_STREAK_LIMIT and share >= HOST_BUSY:
+        if _busy_streak >= BUSY_STREAK_LIMIT and all(x >= HOST_BUSY for _, x in done):
             print(f"{label}: the host has been busy through {_busy_streak} emulations; no repeat")
             break
         if attempt < runs:
@@ -618,6 +618,10 @@ def test_a_busy_host_stops_the_repeats_after_a_streak(monkeypatch: pytest.Monkey
     busy = [2 * HOST_BUSY] * 3
     assert [calls([late] * 3, busy) for _ in range(BUSY_STREAK_LIMIT)] == [3] * BUSY_STREAK_LIMIT
     assert calls([late] * 3, busy) == 1
+    # A late run on a quiet host before a busy one keeps the repeats (it cannot end in a skip).
+    assert calls([late] * 3, [HOST_BUSY / 2, 2 * HOST_BUSY, 2 * HOST_BUSY]) == 3
+    assert calls([late] * 3, busy) == 3
+    calls([late] * 3, busy)
     # A late run on a quiet host is repeated, and the call's verdict (quiet) ends the streak.
     assert calls([late] * 3, [HOST_BUSY / 2] * 3) == 3
     assert calls([late] * 3, busy) == 3
