@@ -502,6 +502,11 @@ def _with_host_share(call: Any) -> tuple[Any, float, float]:
     return value, stolen, stolen / max(time.monotonic() - t0, 1e-9)
 
 
+def _host_busy_throughout(done: list[tuple[EmulatedResult, float]]) -> bool:
+    """Whether the host took at least ``HOST_BUSY`` of the wall time of every run in ``done``."""
+    return all(share >= HOST_BUSY for _, share in done)
+
+
 def repeat_while_late(
     run: Any, late: Any, label: str, runs: int, pause_s: float = 0.0
 ) -> list[tuple[EmulatedResult, float]]:
@@ -524,12 +529,12 @@ def repeat_while_late(
         done.append((res, share))
         if not late(res):
             break
-        if _busy_streak >= BUSY_STREAK_LIMIT and all(x >= HOST_BUSY for _, x in done):
+        if _busy_streak >= BUSY_STREAK_LIMIT and _host_busy_throughout(done):
             print(f"{label}: the host has been busy through {_busy_streak} emulations; no repeat")
             break
         if attempt < runs:
             time.sleep(pause_s)
-    busy = late(done[-1][0]) and all(share >= HOST_BUSY for _, share in done)
+    busy = late(done[-1][0]) and _host_busy_throughout(done)
     _busy_streak = _busy_streak + 1 if busy else 0
     return done
 
@@ -558,7 +563,7 @@ def skip_if_host_busy(done: list[tuple[EmulatedResult, float]], label: str) -> N
     """Skip the test if the host took at least ``HOST_BUSY`` of the wall time of every run in
     ``done`` (runs the caller found late): their timing measures the machine, not the
     emulator. A late run on a host that left the CPU alone is for the caller to fail."""
-    if all(share >= HOST_BUSY for _, share in done):
+    if _host_busy_throughout(done):
         pytest.skip(
             f"{label}: every one of {len(done)} runs was late (p99 lateness "
             f"{', '.join(f'{_p99_ms(r):.3f}' for r, _ in done)} ms) while the host took "
