@@ -470,10 +470,15 @@ TOTAL_TOLERANCE = 0.08
 DISTURBED_P99_MS = 0.3
 DISTURBED_RUNS = 3
 DISTURBED_PAUSE_S = 20.0
-# The share of a run's wall time the hypervisor took from this VM (`steal`) above which the
-# host, not the emulator, is taken to have made the run late: 0.1-0.3 % in runs on a quiet
-# host, 1.3-2 % in dumbbell runs at a p99 of 0.17-0.19 ms, 8-19 % at 1.2-3.0 ms.
-HOST_BUSY = 0.01
+# The share of a run's wall time the hypervisor took from this VM (`steal`, both CPUs) above
+# which the host, not the emulator, is taken to have made the run late: 0.1-0.3 % in runs on a
+# quiet host, 1.3-2 % in dumbbell runs at a p99 of 0.17-0.19 ms, 8-19 % at 1.2-3.0 ms. The
+# kernel-controller runs, judged against 0.2 ms, were late at 0.9 %, 1.3 % and 1.5 % in one
+# CI run (p99 0.175-0.302 ms, intake wait 0.236-0.476 ms) and on time at 1.1 % in another: a
+# p99 bound allows 1 % of packets to be late, and a stolen slice of a CPU makes late every
+# packet due in it and the backlog after it, so a share near 1 % sits on the bound whatever
+# the emulator does. Half of it lies between the quiet range and every late run seen.
+HOST_BUSY = 0.005
 # Once this many emulations in a row ended late with the host busy in every run, a further
 # late run on a busy host is not repeated (a late run on a quiet host still is), until one
 # run is on time or late on a quiet host. The host's busy spells last minutes (one CI run:
