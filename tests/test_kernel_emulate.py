@@ -173,7 +173,51 @@ def _on_time(label: str, run: Callable[[], EmulatedResult]) -> EmulatedResult:
     return kept_time(done, label)
 
 
-@functools.cache
+def _keeps_verdict(fn: Callable[..., EmulatedResult]) -> Callable[..., EmulatedResult]:
+    """``functools.cache`` that keeps a skip or a failed check as well as a result: several
+    tests read one emulation, and a run that could not be kept on time would otherwise be
+    repeated, pauses and all, by each of them (four times ``ON_TIME_RUNS`` runs, ten minutes,
+    for one algorithm in a CI run on a busy host)."""
+    verdicts: dict[tuple[Any, ...], tuple[bool, Any]] = {}
+
+    @functools.wraps(fn)
+    def cached(*args: Any) -> EmulatedResult:
+        if args not in verdicts:
+            try:
+                verdicts[args] = (True, fn(*args))
+            except (pytest.skip.Exception, AssertionError) as e:
+                verdicts[args] = (False, e)
+        ok, value = verdicts[args]
+        if ok:
+            return value  # type: ignore[no-any-return]
+        raise value
+
+    return cached
+
+
+def test_a_kept_verdict_is_given_to_every_reader() -> None:
+    """`_keeps_verdict`: a result, a skip and a failed check are each reached once per
+    argument and handed to every later call."""
+    calls: list[str] = []
+
+    @_keeps_verdict
+    def verdict(kind: str) -> Any:
+        calls.append(kind)
+        if kind == "skip":
+            pytest.skip("host busy")
+        assert kind == "result", kind
+        return kind
+
+    for _ in range(2):
+        assert verdict("result") == "result"
+        with pytest.raises(pytest.skip.Exception, match="host busy"):
+            verdict("skip")
+        with pytest.raises(AssertionError, match="late"):
+            verdict("late")
+    assert calls == ["result", "skip", "late"]
+
+
+@_keeps_verdict
 def _emulated(name: str, seconds: float, algorithm: str) -> EmulatedResult:
     doc = _doc(name, seconds, algorithm, linux_arithmetic=False)
     sc = pathweave.parse(tomli_w.dumps(doc), f"{name} x{COPIES} ({algorithm})")
