@@ -176,8 +176,8 @@ def _on_time(label: str, run: Callable[[], EmulatedResult]) -> EmulatedResult:
 def _keeps_verdict(fn: Callable[..., EmulatedResult]) -> Callable[..., EmulatedResult]:
     """``functools.cache`` that keeps a skip or a failed check as well as a result: several
     tests read one emulation, and a run that could not be kept on time would otherwise be
-    repeated, pauses and all, by each of them (four times ``ON_TIME_RUNS`` runs, ten minutes,
-    for one algorithm in a CI run on a busy host)."""
+    repeated, pauses and all, by each of them (the three tests of the two shared paths took
+    157 s each for one algorithm in a CI run on a busy host, all on one verdict)."""
     verdicts: dict[tuple[Any, ...], tuple[bool, Any]] = {}
 
     @functools.wraps(fn)
