@@ -41,6 +41,8 @@ mod ffi {
         pub(super) fn pwx_lia_threshold(alpha: u64, cwnd: u64) -> u64;
         pub(super) fn pwx_counter_step(cnt: *mut u64, t: u64) -> i32;
         pub(super) fn pwx_reno_ssthresh(cwnd: u64) -> u64;
+        pub(super) fn pwx_state_clears_counter(s: u32) -> i32;
+        pub(super) fn pwx_mul_cmp(a: u64, b: u64, c: u64, d: u64) -> i64;
         pub(super) fn pwx_olia_epsilon(
             p: *const Sample,
             n: u32,
@@ -101,6 +103,19 @@ pub fn counter_step(cnt: &mut u64, t: u64) -> bool {
 pub fn reno_ssthresh(cwnd: u64) -> u64 {
     // SAFETY: plain values.
     unsafe { ffi::pwx_reno_ssthresh(cwnd) }
+}
+
+/// Whether entering the kernel's congestion state `s` (`TCP_CA_*`) clears the growth
+/// counter of LIA, Balia, fully coupled control and BMC.
+pub fn state_clears_counter(s: u32) -> bool {
+    // SAFETY: plain values.
+    unsafe { ffi::pwx_state_clears_counter(s) != 0 }
+}
+
+/// The order of the products `a·b` and `c·d`, compared exactly.
+pub fn mul_cmp(a: u64, b: u64, c: u64, d: u64) -> std::cmp::Ordering {
+    // SAFETY: plain values.
+    unsafe { ffi::pwx_mul_cmp(a, b, c, d) }.cmp(&0)
 }
 
 /// OLIA's ε for path `r`: `(num, den)`.

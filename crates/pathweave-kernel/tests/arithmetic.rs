@@ -273,3 +273,82 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn loss_states_clear_the_counter_and_others_keep_it() {
+    // include/net/tcp.h: Open 0, Disorder 1, CWR 2, Recovery 3, Loss 4. The kernel clears
+    // snd_cwnd_cnt in tcp_init_cwnd_reduction (CWR, recovery) and tcp_enter_loss (timeout).
+    let cleared: Vec<u32> = (0..8).filter(|&s| arith::state_clears_counter(s)).collect();
+    assert_eq!(cleared, [2, 3, 4]);
+}
+
+proptest! {
+    #[test]
+    fn products_compare_exactly_beyond_64_bits(
+        a in 0u64..1 << 32,
+        b in prop_oneof![any::<u64>(), Just(u64::MAX)],
+        c in 0u64..1 << 32,
+        d in any::<u64>(),
+    ) {
+        // a and c below 2^32, as the kernel's u32 loss markers are (the function's contract).
+        let exact = |a: u64, b: u64, c: u64, d: u64| (a as u128 * b as u128).cmp(&(c as u128 * d as u128));
+        prop_assert_eq!(arith::mul_cmp(a, b, c, d), exact(a, b, c, d));
+        // Equal products that differ only beyond 64 bits, and ones a unit apart.
+        prop_assert_eq!(arith::mul_cmp(a, d, a, d), std::cmp::Ordering::Equal);
+        if a > 0 && d > 0 {
+            prop_assert_eq!(arith::mul_cmp(a, d, a, d - 1), std::cmp::Ordering::Greater);
+        }
+    }
+}
+
+#[test]
+fn olia_finds_the_best_path_where_its_products_pass_64_bits() {
+    // ALGORITHMS.md §2.3 item 6: at 100 ms (srtt_us = 800,000) ℓ·srtt² passes 2^64 for ℓ
+    // above about 29 MB. With ℓ = 30 and 60 MB on equal RTTs the second path is the best by
+    // ℓ/srtt², and as it also has the larger window B\M is empty: ε = 0 on both paths.
+    let s = [
+        Sample {
+            cwnd: 10,
+            srtt_us: 800_000,
+            loss_interval: 30_000_000,
+        },
+        Sample {
+            cwnd: 30,
+            srtt_us: 800_000,
+            loss_interval: 60_000_000,
+        },
+    ];
+    for r in 0..2 {
+        assert_eq!(arith::olia_epsilon(&s, r, 2).0, 0, "path {r}");
+    }
+}
+
+fn long_path_state() -> impl Strategy<Value = Vec<Sample>> {
+    // The kernel's loss markers and srtt_us are u32: ℓ and srtt below 2^32, so ℓ·srtt² stays
+    // below 2^96, where the header's comparisons are exact. Small ranges of each make ties
+    // (the exact-equality test of B\M) likely.
+    let ell = prop_oneof![0u64..4, (1u64 << 28)..(1u64 << 32), Just(40_000_000u64)];
+    let srtt = prop_oneof![Just(800_000u64), Just(1_600_000u64), 1u64..u32::MAX as u64];
+    prop::collection::vec((1u64..40, srtt, ell), 1..=4).prop_map(|v| {
+        v.into_iter()
+            .map(|(cwnd, srtt_us, loss_interval)| Sample {
+                cwnd,
+                srtt_us,
+                loss_interval,
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #[test]
+    fn olia_epsilon_agrees_with_pathweave_cc_on_long_paths(s in long_path_state()) {
+        let o: Vec<KernelOliaSample> = s.iter().map(|y| KernelOliaSample {
+            cwnd: y.cwnd, srtt_us: y.srtt_us, loss_interval: y.loss_interval,
+        }).collect();
+        for r in 0..s.len() {
+            let e = kernel_epsilon(&o, r, s.len() as u64);
+            prop_assert_eq!(arith::olia_epsilon(&s, r, s.len() as u64), (e.num, e.den));
+        }
+    }
+}

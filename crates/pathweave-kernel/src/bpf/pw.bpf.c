@@ -20,6 +20,11 @@
 #include "pw_arith.h"
 #include "pw_intf.h"
 
+_Static_assert(TCP_CA_Open == PW_CA_OPEN && TCP_CA_Disorder == PW_CA_DISORDER &&
+		       TCP_CA_CWR == PW_CA_CWR && TCP_CA_Recovery == PW_CA_RECOVERY &&
+		       TCP_CA_Loss == PW_CA_LOSS,
+	       "pw_arith.h's congestion states are the kernel's");
+
 char _license[] SEC("license") = "Dual MIT/GPL";
 
 #define TCP_CONG_NON_RESTRICTED 0x1
@@ -778,6 +783,8 @@ static __always_inline void pw_set_state(struct sock *sk, __u8 new_state, __u32 
 		ca->loss1 = ca->loss2;
 		ca->loss2 = ca->loss3;
 	}
+	if (pw_state_clears_counter(new_state))
+		ca->cnt = 0; /* as the kernel clears snd_cwnd_cnt; olia_cnt is OLIA's own */
 	ca->ca_state = new_state;
 	if (ca->flags & PW_CA_REGISTERED) {
 		pw_sync(sk, ca, &v, 0);

@@ -16,6 +16,10 @@ int pwx_counter_step(pw_u64 *cnt, pw_u64 t) { return pw_counter_step(cnt, t); }
 
 pw_u64 pwx_reno_ssthresh(pw_u64 cwnd) { return pw_reno_ssthresh(cwnd); }
 
+int pwx_state_clears_counter(pw_u32 s) { return pw_state_clears_counter(s); }
+
+pw_s64 pwx_mul_cmp(pw_u64 a, pw_u64 b, pw_u64 c, pw_u64 d) { return pw_mul_cmp(a, b, c, d); }
+
 void pwx_olia_epsilon(const struct pw_samples *p, pw_u32 n, pw_u32 r, pw_u64 cnt_established,
 		      pw_s64 *num, pw_u64 *den)
 {

@@ -13,7 +13,9 @@
  * as in the out-of-tree MPTCP kernel the `linux` modes follow (ALGORITHMS.md §1.2, §2.2,
  * §3.2). Products are computed in 64 bits as that kernel did; where one would overflow it
  * saturates at 2^64 − 1 instead of wrapping (pathweave-cc computes in 128 bits, so the two
- * agree wherever no intermediate value reaches 2^64).
+ * agree wherever no intermediate value reaches 2^64). OLIA's best-path comparisons, whose
+ * ℓ·srtt² products pass 2^64 on long paths with long loss intervals, are exact
+ * (pw_mul_cmp), as pathweave-cc's.
  */
 #ifndef PW_ARITH_H
 #define PW_ARITH_H
@@ -96,6 +98,30 @@ PW_API pw_u64 pw_mul(pw_u64 a, pw_u64 b)
 	return a * b;
 }
 
+/*
+ * Compares a·b with c·d exactly, for a and c below 2^32 (the kernel's u32 sequence
+ * differences): −1, 0 or 1. Each product, below 2^96, is split as hi·2^32 + lo with
+ * lo < 2^32; hi = a·b_hi + (a·b_lo >> 32) stays below 2^64. OLIA's best-path test compares
+ * ℓ·srtt² products that leave 64 bits for ℓ above about 29 MB at 100 ms (ALGORITHMS.md §2.3
+ * item 6), where saturated products would compare equal and put a path wrongly in B. (Global
+ * in BPF and light on registers, so that it needs no stack: its callers sit deep in OLIA's
+ * call chain, near the 512-byte limit.)
+ */
+PW_API pw_s64 pw_mul_cmp(pw_u64 a, pw_u64 b, pw_u64 c, pw_u64 d)
+{
+	const pw_u64 low = 0xffffffffULL;
+	pw_u64 lo1 = a * (b & low), hi1 = a * (b >> 32) + (lo1 >> 32);
+	pw_u64 lo2 = c * (d & low), hi2 = c * (d >> 32) + (lo2 >> 32);
+
+	if (hi1 != hi2)
+		return hi1 < hi2 ? -1 : 1;
+	lo1 &= low;
+	lo2 &= low;
+	if (lo1 != lo2)
+		return lo1 < lo2 ? -1 : 1;
+	return 0;
+}
+
 /* a + b, saturating. */
 PW_API pw_u64 pw_add(pw_u64 a, pw_u64 b)
 {
@@ -118,6 +144,24 @@ PW_API pw_u64 pw_shl(pw_u64 a, pw_u32 s)
 
 /* tcp_reno_ssthresh: max(⌊w/2⌋, 2) packets (ALGORITHMS.md §0.1). */
 PW_INLINE pw_u64 pw_reno_ssthresh(pw_u64 cwnd) { return pw_max(cwnd >> 1, 2); }
+
+/* The kernel's TCP_CA_* congestion states (include/net/tcp.h), as set_state reports them. */
+#define PW_CA_OPEN 0
+#define PW_CA_DISORDER 1
+#define PW_CA_CWR 2
+#define PW_CA_RECOVERY 3
+#define PW_CA_LOSS 4
+
+/*
+ * Whether entering congestion state s clears the growth counter that stands in for the
+ * kernel's snd_cwnd_cnt: tcp_init_cwnd_reduction clears it on entering CWR or recovery and
+ * tcp_enter_loss on every timeout, so growth after a loss starts from zero (ALGORITHMS.md
+ * §0.1). OLIA's counter is private to mptcp_olia, which clears it only in init.
+ */
+PW_INLINE int pw_state_clears_counter(pw_u32 s)
+{
+	return s == PW_CA_CWR || s == PW_CA_RECOVERY || s == PW_CA_LOSS;
+}
 
 /*
  * The compare-then-increment counter of the MPTCP kernel's LIA and Balia (ALGORITHMS.md
@@ -215,15 +259,17 @@ PW_API pw_u64 pw_olia_class(const struct pw_samples *ps, pw_u32 i, pw_u64 max_cw
 			    pw_u64 best_int, pw_u64 best_rtt)
 {
 	const struct pw_sample *p;
-	pw_u64 c = 0;
+	pw_u64 c = 0, sq;
 
 	if (!ps || i >= PW_MAX_PATHS)
 		return 0;
 	p = &ps->s[i];
+	/* The calls first, with four values kept across them (no stack: see pw_mul_cmp). */
+	sq = pw_mul(p->srtt_us, p->srtt_us);
+	if (pw_mul_cmp(p->loss_interval, best_rtt, best_int, sq) == 0)
+		c |= 2;
 	if (p->cwnd == max_cwnd)
 		c |= 1;
-	if (pw_mul(p->loss_interval, best_rtt) == pw_mul(best_int, pw_mul(p->srtt_us, p->srtt_us)))
-		c |= 2;
 	return c;
 }
 
@@ -249,7 +295,7 @@ PW_API pw_s64 pw_olia_epsilon(const struct pw_samples *ps, pw_u32 n, pw_u32 r,
 		pw_u64 sq = pw_mul(p[i].srtt_us, p[i].srtt_us);
 
 		max_cwnd = pw_max(max_cwnd, p[i].cwnd);
-		if (pw_mul(p[i].loss_interval, best_rtt) >= pw_mul(best_int, sq)) {
+		if (pw_mul_cmp(p[i].loss_interval, best_rtt, best_int, sq) >= 0) {
 			best_rtt = sq;
 			best_int = p[i].loss_interval;
 		}

@@ -503,6 +503,7 @@ impl MultipathController for Olia {
 
     fn on_congestion_event(&mut self, p: PathId, _ev: &CongestionEvent, paths: &Paths<'_>) {
         let coupled = is_coupled(&self.paths, paths, p);
+        let linux = self.linux();
         let Some(st) = self.paths.get(p.0 as usize).and_then(Option::as_ref) else {
             return;
         };
@@ -513,7 +514,11 @@ impl MultipathController for Olia {
         if !st.sf.in_recovery {
             st.markers.shift(); // set_state(Recovery)
         }
+        let cnt = st.sf.cnt;
         st.sf.enter_recovery(ss);
+        if linux {
+            st.sf.cnt = cnt; // mptcp_olia's counter is its own: no loss clears it
+        }
     }
 
     fn on_recovery_end(&mut self, p: PathId, _now: Instant, _paths: &Paths<'_>) {
@@ -524,6 +529,7 @@ impl MultipathController for Olia {
 
     fn on_rto(&mut self, p: PathId, rto: &Rto, paths: &Paths<'_>) {
         let coupled = is_coupled(&self.paths, paths, p);
+        let linux = self.linux();
         let Some(st) = self.paths.get(p.0 as usize).and_then(Option::as_ref) else {
             return;
         };
@@ -534,7 +540,11 @@ impl MultipathController for Olia {
         if !rto.repeated && !st.sf.in_recovery {
             st.markers.shift(); // set_state(Loss), first timeout only (icsk_retransmits == 0)
         }
+        let cnt = st.sf.cnt;
         st.sf.timeout(ss);
+        if linux {
+            st.sf.cnt = cnt;
+        }
     }
 
     fn window(&self, p: PathId) -> Bytes {

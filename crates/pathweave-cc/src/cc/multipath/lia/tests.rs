@@ -273,19 +273,21 @@ fn a_path_without_rtt_is_left_out_of_the_sums() {
 
 proptest! {
     #[test]
-    fn increase_never_exceeds_reno(
+    fn increase_is_rfc6356_alpha_over_the_total_capped_at_reno(
         paths in prop::collection::vec((1u32..100_000, 1u32..2_000), 2..6),
     ) {
         let w: Vec<f64> = paths.iter().map(|&(w, _)| w as f64).collect();
         let rtt: Vec<f64> = paths.iter().map(|&(_, r)| r as f64 / 1000.0).collect();
         let a = alpha(&samples(&w, &rtt)).unwrap();
         let total: f64 = w.iter().sum();
+        // RFC 6356 §3: α = W·max(w_i/rtt_i²)/(Σ w_i/rtt_i)², computed here on its own.
+        let best = w.iter().zip(&rtt).map(|(w, r)| w / (r * r)).fold(0.0, f64::max);
+        let sum: f64 = w.iter().zip(&rtt).map(|(w, r)| w / r).sum();
+        let want = total * best / (sum * sum);
+        prop_assert!((a - want).abs() <= 1e-9 * want, "α {} against {}", a, want);
         for &wi in &w {
-            prop_assert!(increase_per_ack(a, total, wi) <= 1.0 / wi);
-        }
-        let ka = kernel_alpha(&kernel_samples(&w, &rtt)).unwrap();
-        for &wi in &w {
-            prop_assert!(kernel_threshold(ka.alpha, wi as u64) >= wi as u64);
+            let inc = increase_per_ack(a, total, wi);
+            prop_assert!((inc - (want / total).min(1.0 / wi)).abs() <= 1e-9 / wi);
         }
     }
 

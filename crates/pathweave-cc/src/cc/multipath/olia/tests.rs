@@ -225,6 +225,56 @@ fn loss_markers_shift_once_per_episode_and_not_on_repeated_timeouts() {
 }
 
 #[test]
+fn the_linux_counter_survives_a_loss_and_the_spec_credit_does_not() {
+    // mptcp_olia.c clears its private counter only in init, so what a path has counted
+    // before a loss or a timeout still counts after it: five ACKs at w = 10 of W = 20 with
+    // equal RTTs and ε = 0 count ⌊1024·10/20²⌋ = 25 each (§2.2), and the spec's rule credits
+    // 10/20² of a packet each (§2.1). The credit restarts at a loss.
+    let vs = views(&[0.1, 0.1], MSS);
+    let paths = Paths(&vs);
+    let rto = Rto {
+        now: Instant::ZERO,
+        repeated: false,
+    };
+    for a in [Arithmetic::Linux, Arithmetic::Spec] {
+        let mut c = olia(a, &[10.0, 10.0], &[1e5, 1e5]);
+        for _ in 0..5 {
+            c.on_ack(PathId(0), &ack(MSS), &paths);
+        }
+        let counted = |c: &Olia| {
+            let (sf, _) = c.subflow(0).unwrap();
+            (sf.cnt, sf.credit())
+        };
+        let (cnt, credit) = counted(&c);
+        match a {
+            Arithmetic::Linux => assert_eq!(cnt, 5 * 25),
+            Arithmetic::Spec => {
+                assert_close(credit, 5.0 * 10.0 / 400.0 * MSS as f64, 1e-9, "credit")
+            }
+        }
+        c.on_congestion_event(PathId(0), &loss(), &paths);
+        assert_eq!(
+            counted(&c),
+            if a == Arithmetic::Linux {
+                (cnt, 0.0)
+            } else {
+                (0, 0.0)
+            }
+        );
+        c.on_recovery_end(PathId(0), Instant::ZERO, &paths);
+        c.on_rto(PathId(0), &rto, &paths);
+        assert_eq!(
+            counted(&c),
+            if a == Arithmetic::Linux {
+                (cnt, 0.0)
+            } else {
+                (0, 0.0)
+            }
+        );
+    }
+}
+
+#[test]
 fn a_path_in_recovery_counts_with_its_ssthresh() {
     let vs = views(&[0.1, 0.1], MSS);
     let paths = Paths(&vs);
