@@ -11,7 +11,10 @@
 //!   increase is LIA's, `min(max_s(w_s/RTT_s²)/X², 1/w_r)`).
 //! * **wMPTCPW** increase per ACK: `w_r += θ/w_r` with `θ = max_s(B_s²)/(Σ_i B_i)²`
 //!   ([`wmptcpw_theta`]), one θ for the whole connection. Before any path has an estimate
-//!   (`Σ B = 0`) θ is `1/n²`, the value equal estimates give (the paper is silent).
+//!   (`Σ B = 0`) θ is `1/n²`, the value equal estimates give (the paper is silent). A path
+//!   without an estimate while others have one counts as `B = 0`, as the formula has it: with
+//!   one path estimated θ is 1 (each subflow grows as NewReno) until the others report, within
+//!   their first `max(RTT, 50 ms)` of ACKs.
 //! * **Decrease**, both: `w_r ← B_r × RTT_min,r`.
 //!
 //! The paper gives the decrease's value but not when it applies or what ssthresh becomes; this
