@@ -7,8 +7,10 @@ length in wall time. Every test also checks that nothing of the emulator's is le
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,7 +30,8 @@ import tomli_w
 
 import pathweave
 from pathweave import _core
-from pathweave.emulate import EmulatedResult, emulate, leftovers
+from pathweave import emulate as emulate_module
+from pathweave.emulate import EmulatedResult, check, emulate, leftovers
 from pathweave.replicas import replicate
 
 
@@ -819,6 +822,137 @@ def test_a_killed_run_is_cleaned_up_by_cleanup(tmp_path: Path) -> None:
 
 
 @realtime
+def test_a_namespace_that_cannot_be_deleted_is_reported(tmp_path: Path) -> None:
+    """An `ip` that fails every `netns delete`: the run still writes its results, but warns
+    on stderr naming each namespace left and `--cleanup`, and run.json lists them in
+    `namespaces_left` instead of passing them for removed."""
+    real_ip = shutil.which("ip")
+    assert real_ip is not None
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ip").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = netns ] && [ "$2" = delete ]; then\n'
+        '  echo "Cannot remove namespace file: injected failure" >&2; exit 1\n'
+        "fi\n"
+        f'exec {real_ip} "$@"\n'
+    )
+    (fake / "ip").chmod(0o755)
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    path = _scenario(tmp_path, _one_link(10, flow, duration="2s"))
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.Popen(
+        _cli("emulate", str(path), "--out", str(tmp_path / "out")),
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=60)
+        left = leftovers(proc.pid)
+        assert proc.returncode == 0, err
+        assert len(left) == 2, left
+        manifest = json.loads((tmp_path / "out" / "run.json").read_text())
+        emulation = manifest["emulation"]
+        assert sorted(emulation["namespaces_left"]) == left
+        assert sorted(emulation["namespaces"]) == left
+        assert "warning" in err
+        assert all(n in err for n in left), err
+        assert "injected failure" in err
+        assert "pathweave emulate --cleanup" in err
+    finally:
+        out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert leftovers(proc.pid) == []
+
+
+def _registered() -> set[str]:
+    text = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text()
+    return set(text.split())
+
+
+BPFTOOL = shutil.which("bpftool") or "/usr/sbin/bpftool"
+
+
+def _struct_ops_names() -> set[str]:
+    """Names of the congestion controls BPF struct_ops maps hold, registered or not: a map
+    stays, with its programs, while anything refers to it."""
+    out = subprocess.run([BPFTOOL, "struct_ops", "dump", "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    names = set()
+    for item in json.loads(out.stdout or "[]"):
+        ops = item.get("bpf_struct_ops_tcp_congestion_ops")
+        if ops is not None:
+            names.add(ops["data"]["name"])
+    return names
+
+
+@realtime
+def test_a_killed_coupled_run_leaves_no_controller_registered(tmp_path: Path) -> None:
+    """A run's private BPF controllers go with its process, SIGKILL included: the sockets set
+    their congestion control themselves, every MPTCP subflow takes its connection's, and no
+    namespace defaults to the run's controller (which would hold it registered until
+    `--cleanup`). Only the namespaces stay, for `--cleanup`."""
+    if not _core.EMULATE_LOADS_CONTROLLERS:
+        pytest.skip("this build of the extension has no BPF controllers")
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        pytest.skip("the kernel has no BTF (/sys/kernel/btf/vmlinux)")
+    if not os.access(BPFTOOL, os.X_OK):
+        pytest.skip("needs bpftool to see the BPF struct_ops maps")
+    before = _registered()
+    text = _two_paths("30s", b='rate = "10Mbps"\ndelay = "10ms"').replace(
+        'algorithm = "uncoupled"', 'algorithm = "lia"'
+    )
+    assert 'algorithm = "lia"' in text
+    path = _scenario(tmp_path, text)
+    proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
+    try:
+        _wait_for_namespaces(proc.pid, 2)
+        sender = next(n for n in leftovers(proc.pid) if n.endswith("s"))
+        # A run's controllers are e<run number in base 36>_lia and so on.
+        ours = {c for c in _registered() - before if re.fullmatch(r"e[0-9a-z]+_[a-z]+", c)}
+        assert {c.rsplit("_", 1)[1] for c in ours} >= {"lia", "bmc"}, ours
+        lia = next(c for c in ours if c.endswith("_lia"))
+        assert ours <= _struct_ops_names()
+        # Both subflows run the run's controller, set by the connection itself.
+        deadline = time.monotonic() + 10.0
+        while True:
+            ss = subprocess.run(
+                ["ip", "netns", "exec", sender, "ss", "-tin", "state", "established"],
+                capture_output=True,
+                text=True,
+            ).stdout
+            if ss.count(f" {lia} ") >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert ss.count(f" {lia} ") == 2, ss
+        default = subprocess.run(
+            ["ip", "netns", "exec", sender, "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 5.0
+        while (_registered() | _struct_ops_names()) & ours and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _registered() & ours, "the killed run's controllers are still registered"
+        assert not _struct_ops_names() & ours, (
+            f"the killed run's controllers are still loaded (its sender namespace defaults "
+            f"to {default})"
+        )
+        assert default not in ours, default
+        assert len(leftovers(proc.pid)) == 2  # the namespaces stay until --cleanup
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+    assert leftovers(proc.pid) == []
+
+
+@realtime
 def test_reno_flows_can_run_on_another_kernel_congestion_control(tmp_path: Path) -> None:
     """`reno_congestion="cubic"` runs a Reno flow on the kernel's CUBIC, which cuts its window
     to 0.7 of what it was on loss (RFC 9438 §4.6: beta_cubic = 0.7) where Reno halves it."""
@@ -853,6 +987,84 @@ def test_an_algorithm_without_a_kernel_controller_is_refused(tmp_path: Path) -> 
     assert out.returncode == 2
     assert 'algorithm "veno" cannot be emulated' in out.stderr
     assert "this build runs: reno, uncoupled" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("tcp", "named", "allowed"),
+    [
+        ('header = "60B"', 'header = "60B"', 'header = "40B" only'),
+        ('ack_size = "100B"', 'ack_size = "100B"', 'ack_size = "40B" only'),
+        ('delayed_ack = "40ms"', 'delayed_ack = "40ms"', "ACK-every-segment only"),
+        ('recovery = "reno"', 'recovery = "reno"', '"newreno" (SACK off) or "sack"'),
+        ('min_rto = "500us"', 'min_rto = "0.5ms"', 'at least "1ms"'),
+    ],
+)
+def test_settings_the_kernel_cannot_run_are_refused(
+    tmp_path: Path, tcp: str, named: str, allowed: str
+) -> None:
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    text = _one_link(10, flow)
+    key = tcp.split(" = ")[0]
+    if re.search(rf"^\s*{key} = ", text, flags=re.MULTILINE):
+        text = re.sub(rf"^(\s*){key} = .*$", rf"\g<1>{tcp}", text, count=1, flags=re.MULTILINE)
+    else:
+        text = re.sub(r"^(\s*)\[tcp\]$", rf"\g<0>\n\g<1>{tcp}", text, count=1, flags=re.MULTILINE)
+    path = _scenario(tmp_path, text)
+    out = subprocess.run(
+        _cli("emulate", str(path), "--out", str(tmp_path / "o")), capture_output=True, text=True
+    )
+    assert out.returncode == 2, out.stderr
+    assert f"flow tcp: {named} cannot be emulated" in out.stderr
+    assert allowed in out.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "key", "value", "runs"),
+    [
+        ("lia", "arithmetic", "spec", '"linux"'),
+        ("olia", "counting", "per-packet", '"per-ack-event"'),
+        ("fully-coupled", "counting", "per-ack-event", '"per-packet"'),
+    ],
+)
+def test_an_arithmetic_the_kernel_lacks_is_refused_as_written(
+    tmp_path: Path, algorithm: str, key: str, value: str, runs: str
+) -> None:
+    """Written out, what an unset key does in the simulator but the kernel cannot (the parsed
+    scenario cannot tell them apart: unset, the kernel runs its own arithmetic)."""
+    text = _two_paths("5s", b='rate = "10Mbps"\ndelay = "10ms"').replace(
+        'algorithm = "uncoupled"', f'algorithm = "{algorithm}"\n{key} = "{value}"'
+    )
+    path = _scenario(tmp_path, text)
+    with pytest.raises(_core.EmulationRefused, match=f'flow mp: {key} = "{value}" cannot be'):
+        check(pathweave.load(path))
+    out = subprocess.run(
+        _cli("emulate", str(path), "--out", str(tmp_path / "o")), capture_output=True, text=True
+    )
+    assert out.returncode == 2, out.stderr
+    assert f'{key} = "{value}" cannot be emulated' in out.stderr
+    assert f"the emulator runs {key} = {runs}" in out.stderr
+    assert not (tmp_path / "o").exists()
+    # Unset, the same flow passes this check (the kernel runs its own arithmetic).
+    unset = _scenario(tmp_path, text.replace(f'{key} = "{value}"', ""), "unset.toml")
+    emulate_module._check_written(pathweave.load(unset))
+
+
+def test_the_repository_scenarios_pass_the_emulators_check() -> None:
+    """The settings the emulator refuses are none of those the repository's scenarios use."""
+    names = [
+        "dumbbell.toml",
+        "headline.toml",
+        *(f"kernel/{p.name}" for p in SCENARIOS.glob("kernel/*.toml")),
+    ]
+    refused = []
+    for name in names:
+        try:
+            check(pathweave.load(SCENARIOS / name))
+        except _core.EmulationRefused as e:
+            refused.append(str(e))
+    # A machine without the coupled controllers refuses their algorithms, and nothing else.
+    assert [m for m in refused if "cannot be loaded" not in m and "is not loaded" not in m] == []
 
 
 def test_a_scenario_too_large_for_real_time_is_refused(tmp_path: Path) -> None:

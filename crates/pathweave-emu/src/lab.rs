@@ -1,6 +1,7 @@
 //! The test bed's network namespaces: created with names that carry [`PREFIX`] and the run id,
-//! configured with iproute2, and deleted when the [`Lab`] is dropped — on success, on error and
-//! on unwinding. A run killed outright leaves its namespaces behind; [`cleanup_leftovers`]
+//! configured with iproute2, and deleted by [`Lab::remove`] or when the [`Lab`] is dropped —
+//! on success, on error and on unwinding; a namespace that cannot be deleted is reported
+//! (returned by `remove`, a warning on stderr from the drop), not ignored. A run killed outright leaves its namespaces behind; [`cleanup_leftovers`]
 //! removes every namespace with the prefix. TUN devices need no cleanup: they are created
 //! inside the namespaces, without persistence, and vanish when the process's descriptors close.
 //! The run id starts with the process id, so the clean-up leaves running emulations alone.
@@ -93,13 +94,45 @@ impl Lab {
     }
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
+impl Lab {
+    /// Delete the namespaces, the last made first. Returns those that could not be deleted,
+    /// each with the reason; they stay for `pathweave emulate --cleanup`.
+    pub fn remove(&mut self) -> Vec<(String, String)> {
+        let mut failed = Vec::new();
         for ns in self.namespaces.drain(..).rev() {
-            // Nothing useful can be done with a failure here; a later `--cleanup` retries.
-            let _ = ip(&["netns", "delete", &ns], None);
+            if let Err(e) = ip(&["netns", "delete", &ns], None) {
+                failed.push((ns, e.to_string()));
+            }
+        }
+        failed.reverse();
+        failed
+    }
+}
+
+impl Drop for Lab {
+    /// Deletes what is left (on an error or an unwinding) and says on stderr what could not
+    /// be deleted: nobody is left to return it to.
+    fn drop(&mut self) {
+        let failed = self.remove();
+        if !failed.is_empty() {
+            eprintln!("{}", not_removed_warning(&failed));
         }
     }
+}
+
+/// The warning for namespaces that could not be deleted (`(name, reason)` pairs): what is
+/// left and how to remove it.
+pub fn not_removed_warning(failed: &[(String, String)]) -> String {
+    let names: Vec<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
+    let reasons: Vec<&str> = failed.iter().map(|(_, r)| r.as_str()).collect();
+    format!(
+        "pathweave: warning: {} emulation namespace(s) could not be deleted and are left \
+         behind: {} ({}); once this process has ended, `pathweave emulate --cleanup` removes \
+         them",
+        names.len(),
+        names.join(", "),
+        reasons.join("; ")
+    )
 }
 
 /// The path of a namespace's handle, for `setns`.

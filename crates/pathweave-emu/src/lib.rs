@@ -160,7 +160,9 @@ pub fn offered_load_bps(s: &Scenario) -> u64 {
 }
 
 /// Check that `s` can be emulated, before touching the machine: its size against the limits,
-/// every algorithm against the kernel's, packet sizes against the TUN MTU range.
+/// every algorithm against the kernel's, every TCP setting against what the kernel can run
+/// (`header`, `ack_size`, `delayed_ack`, `recovery`, `scheduler`, `min_rto`, `counting`),
+/// packet sizes against the TUN MTU range.
 pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
     let src = &s.source;
     if s.flows.len() > MAX_FLOWS {
@@ -235,6 +237,9 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
                          MPTCP connection's initial subflow lives as long as the connection"
                     )));
                 }
+                if let Some(why) = unrepresentable_setting(f, cfg, &control.config) {
+                    return Err(EmuError::Refused(format!("{src}: flow {name}: {why}")));
+                }
                 let mtu = cfg.mss + cfg.header;
                 if !(576..=MAX_MTU).contains(&mtu) {
                     return Err(EmuError::Refused(format!(
@@ -255,6 +260,109 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
         }
     }
     Ok(())
+}
+
+/// Header bytes of an emulated data segment and of a pure ACK: IPv4 and TCP, 20 each, with
+/// TCP timestamps off (see `run.rs`).
+pub const KERNEL_HEADER_BYTES: u32 = 40;
+
+/// A TCP setting of flow `f` that the kernel cannot run as the scenario says, if there is
+/// one: what it is, its value, and what the emulator runs instead. Settings the emulator
+/// maps (docs/emulation.md) pass: `mss` and `header` become the TUN MTU, `initial_window`
+/// and `min_rto` the routes' `initcwnd` and `rto_min`, ACK-every-segment `quickack`, the
+/// recovery `tcp_sack`, MPTCP's option bytes (`mptcp_options`) the subflows' own.
+fn unrepresentable_setting(
+    f: &pathweave_sim::scenario::FlowSpec,
+    cfg: &pathweave_sim::scenario::TcpSettings,
+    control: &pathweave_sim::scenario::Control,
+) -> Option<String> {
+    use pathweave_cc::cc::multipath::{Arithmetic, Counting, MultipathConfig};
+    use pathweave_sim::scenario::{Control, MPTCP_DSS_ACK_BYTES, MPTCP_DSS_DATA_BYTES};
+    use pathweave_sim::tcp::{Recovery, SchedulerKind};
+    let mptcp = is_multipath(f);
+    // A flow that runs as MPTCP with `mptcp_options` holds settings with the option's bytes
+    // taken out of `mss` and added to `header` and `ack_size`: compare what was written.
+    let (dss_data, dss_ack) = if mptcp && cfg.mptcp_options {
+        (MPTCP_DSS_DATA_BYTES, MPTCP_DSS_ACK_BYTES)
+    } else {
+        (0, 0)
+    };
+    let header = cfg.header.saturating_sub(dss_data);
+    if header != KERNEL_HEADER_BYTES {
+        let mss = cfg.mss + dss_data;
+        return Some(format!(
+            "header = \"{header}B\" cannot be emulated: the kernel's data segments carry \
+             {KERNEL_HEADER_BYTES} bytes of IPv4 and TCP headers (TCP timestamps off), and the \
+             TUN MTU is mss + header, so the kernel would send {} bytes of payload per segment \
+             instead of mss = {mss}; the emulator runs header = \"{KERNEL_HEADER_BYTES}B\" \
+             only (the default)",
+            (mss + header).saturating_sub(KERNEL_HEADER_BYTES)
+        ));
+    }
+    let ack_size = cfg.ack_size.saturating_sub(dss_ack);
+    if ack_size != KERNEL_HEADER_BYTES {
+        return Some(format!(
+            "ack_size = \"{ack_size}B\" cannot be emulated: the kernel's ACKs are its own, \
+             {KERNEL_HEADER_BYTES} bytes of IPv4 and TCP headers without options; the emulator \
+             runs ack_size = \"{KERNEL_HEADER_BYTES}B\" only (the default)"
+        ));
+    }
+    if let Some(d) = cfg.delayed_ack {
+        return Some(format!(
+            "delayed_ack = \"{}ms\" cannot be emulated: the kernel's delayed-ACK timer is its \
+             own (40 to 200 ms, adapted to the flow) and cannot be set; the emulator runs \
+             ACK-every-segment only (delayed_ack unset or false, the default), as the \
+             receivers' routes' quickack",
+            d.0 as f64 / 1e6
+        ));
+    }
+    if cfg.recovery == Recovery::Reno {
+        return Some(
+            "recovery = \"reno\" cannot be emulated: Linux has no Reno fast recovery (its \
+             first new ACK does not end recovery); the emulator runs recovery = \"newreno\" \
+             (SACK off) or \"sack\""
+                .to_string(),
+        );
+    }
+    if mptcp && cfg.scheduler == SchedulerKind::RoundRobin {
+        return Some(
+            "scheduler = \"roundrobin\" cannot be emulated: an MPTCP connection runs the \
+             kernel's default scheduler; the emulator runs scheduler = \"minrtt\" (the \
+             default) or \"linux\", both on the kernel's own"
+                .to_string(),
+        );
+    }
+    let rto = cfg.min_rto.0;
+    if rto < 1_000_000 || rto % 1_000_000 != 0 {
+        return Some(format!(
+            "min_rto = \"{}ms\" cannot be emulated: the kernel takes a route's rto_min in \
+             whole milliseconds; give a whole number of milliseconds, at least \"1ms\"",
+            rto as f64 / 1e6
+        ));
+    }
+    // The coupled controllers have the Linux arithmetic, and LIA, OLIA and Balia count per
+    // ACK event as it does; an unset arithmetic runs it (run.json's kernel_arithmetic).
+    let modes = match control {
+        Control::Multipath(MultipathConfig::Lia(c)) => {
+            Some((c.arithmetic_mode(), c.counting_mode()))
+        }
+        Control::Multipath(MultipathConfig::Olia(c)) => {
+            Some((c.arithmetic_mode(), c.counting_mode()))
+        }
+        Control::Multipath(MultipathConfig::Balia(c)) => {
+            Some((c.arithmetic_mode(), c.counting_mode()))
+        }
+        _ => None,
+    };
+    if modes == Some((Arithmetic::Linux, Counting::PerPacket)) {
+        return Some(
+            "counting = \"per-packet\" cannot be emulated: the kernel's controllers count per \
+             ACK event, as Linux's arithmetic does; the emulator runs counting = \
+             \"per-ack-event\" only (the default with arithmetic = \"linux\")"
+                .to_string(),
+        );
+    }
+    None
 }
 
 /// Check that this machine can emulate: root (CAP_NET_ADMIN), `/dev/net/tun`, iproute2 and,
@@ -376,8 +484,12 @@ pub struct TransferCheck {
 pub struct Report {
     /// The run id in the namespaces' names.
     pub run_id: String,
-    /// The namespaces the run made (all removed by now).
+    /// The namespaces the run made.
     pub namespaces: Vec<String>,
+    /// Those of them that could not be deleted at the end (also reported on stderr); empty
+    /// when every one was removed. `pathweave emulate --cleanup` removes them once this
+    /// process has ended.
+    pub namespaces_left: Vec<String>,
     /// Kernel congestion control per flow ("" for CBR flows).
     pub kernel_algorithms: Vec<String>,
     /// The prefix of the BPF controllers the run used: its own (loaded for the run and gone
@@ -498,6 +610,118 @@ mod tests {
             let e = r.unwrap_err().to_string();
             assert!(e.contains("\"pw_lia\" is not loaded"), "{e}");
             assert!(e.contains("pathweave kernel load"), "{e}");
+        }
+    }
+
+    /// A two-path flow (`lia` where this build runs it, else `uncoupled`) with `tcp` as its
+    /// [tcp] table and `extra` as more keys of the flow.
+    fn mp_with(tcp: &str, extra: &str) -> Scenario {
+        let algo = if runs_here("lia", &available_algorithms()) {
+            "lia"
+        } else {
+            "uncoupled"
+        };
+        scenario(&format!(
+            "[tcp]\n{tcp}\n[[flow]]\nname = \"mp\"\nalgorithm = \"{algo}\"\n{extra}\n\
+             subflows = [ {{ path = [\"a\"] }}, {{ path = [\"b\"] }} ]\n"
+        ))
+    }
+
+    fn refusal(s: &Scenario) -> String {
+        let e = check_scenario(s, &Options::default()).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        e.to_string()
+    }
+
+    #[test]
+    fn settings_the_kernel_cannot_run_are_refused_naming_them() {
+        for (tcp, names, allowed) in [
+            (
+                "header = \"60B\"",
+                "header = \"60B\"",
+                "header = \"40B\" only",
+            ),
+            (
+                "ack_size = \"100B\"",
+                "ack_size = \"100B\"",
+                "ack_size = \"40B\" only",
+            ),
+            (
+                "delayed_ack = \"40ms\"",
+                "delayed_ack = \"40ms\"",
+                "ACK-every-segment only",
+            ),
+            (
+                "delayed_ack = true",
+                "delayed_ack = \"100ms\"",
+                "ACK-every-segment",
+            ),
+            (
+                "recovery = \"reno\"",
+                "recovery = \"reno\"",
+                "recovery = \"newreno\" (SACK off) or \"sack\"",
+            ),
+            (
+                "scheduler = \"roundrobin\"",
+                "scheduler = \"roundrobin\"",
+                "\"minrtt\" (the default) or \"linux\"",
+            ),
+            (
+                "min_rto = \"100us\"",
+                "min_rto = \"0.1ms\"",
+                "at least \"1ms\"",
+            ),
+            (
+                "min_rto = \"1500us\"",
+                "min_rto = \"1.5ms\"",
+                "whole number",
+            ),
+        ] {
+            let msg = refusal(&mp_with(tcp, ""));
+            assert!(msg.contains("flow mp: "), "{tcp}: {msg}");
+            assert!(msg.contains(names), "{tcp}: {msg}");
+            assert!(msg.contains("cannot be emulated"), "{tcp}: {msg}");
+            assert!(msg.contains(allowed), "{tcp}: {msg}");
+        }
+        let msg = refusal(&mp_with("header = \"60B\"", ""));
+        assert!(
+            msg.contains("1020 bytes of payload per segment instead of mss = 1000"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn settings_the_emulator_maps_pass() {
+        // What the repository's emulated scenarios set: the default header and ACK size
+        // written out, whole milliseconds of min_rto, NewReno or SACK, the Linux scheduler,
+        // MPTCP's option bytes (taken out of mss and added to header and ack_size).
+        for tcp in [
+            "header = \"40B\"\nack_size = \"40B\"\nmin_rto = \"200ms\"\nrecovery = \"newreno\"",
+            "recovery = \"sack\"\nmptcp_options = true\nscheduler = \"linux\"\nhandshakes = true",
+            "delayed_ack = false\nmin_rto = \"1ms\"\nscheduler = \"minrtt\"",
+        ] {
+            let r = check_scenario(&mp_with(tcp, ""), &Options::default());
+            assert!(r.is_ok(), "{tcp}: {r:?}");
+        }
+        // A single-path flow has no MPTCP scheduler to differ.
+        let s =
+            scenario("[tcp]\nscheduler = \"roundrobin\"\n[[flow]]\nname = \"x\"\npath = [\"a\"]\n");
+        assert!(check_scenario(&s, &Options::default()).is_ok());
+    }
+
+    #[test]
+    fn per_packet_counting_with_the_linux_arithmetic_is_refused() {
+        if !runs_here("lia", &available_algorithms()) {
+            println!("skipped: this build does not run lia (no BPF controllers)");
+            return;
+        }
+        let s = mp_with("", "arithmetic = \"linux\"\ncounting = \"per-packet\"");
+        let msg = refusal(&s);
+        assert!(msg.contains("counting = \"per-packet\""), "{msg}");
+        assert!(msg.contains("\"per-ack-event\" only"), "{msg}");
+        for extra in ["arithmetic = \"linux\"", ""] {
+            let r = check_scenario(&mp_with("", extra), &Options::default());
+            assert!(r.is_ok(), "{extra}: {r:?}");
         }
     }
 

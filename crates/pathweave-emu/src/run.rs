@@ -274,15 +274,13 @@ pub fn emulate(
             ("net.ipv4.conf.all.rp_filter", "0".to_string()),
             ("net.ipv4.conf.default.rp_filter", "0".to_string()),
         ];
-        let mut snd_sysctls = common.to_vec();
-        // Each socket sets its congestion control (an MPTCP connection's subflows take the
-        // connection's); the namespace's default is set too where it may be. A namespace may
-        // default only to a controller the root namespace allows unprivileged sockets
-        // (`tcp_allowed_congestion_control`), which `reno_congestion`'s need not be.
-        if !bed.congestion.is_empty() && opts.reno_congestion.as_ref() != Some(&bed.congestion) {
-            snd_sysctls.push(("net.ipv4.tcp_congestion_control", bed.congestion.clone()));
-        }
-        let (sfds, _) = prepare_namespace(&bed.sender_ns, &snd_sysctls, &bed.devices, None)?;
+        // The sender's socket sets its congestion control itself (apps::connect), before it
+        // connects; an MPTCP connection keeps the name and gives it to every subflow it
+        // opens, the first and those the path manager adds later. The namespace's default
+        // stays the kernel's: a default of the run's own BPF controller would hold it
+        // registered for as long as the namespace exists, which after a SIGKILL is until
+        // `pathweave emulate --cleanup`.
+        let (sfds, _) = prepare_namespace(&bed.sender_ns, &common, &bed.devices, None)?;
         let (rfds, listener) =
             prepare_namespace(&bed.receiver_ns, &common, &bed.devices, Some(&app_specs[i]))?;
         sender_fds.push(sfds);
@@ -462,6 +460,7 @@ pub fn emulate(
     let mut next_sample = interval;
     let mut next_change = 0usize;
     let mut outcome: Result<(), EmuError> = Ok(());
+    let mut stopped_early_at = None;
     loop {
         let now = clock.now_ns();
         if stop.load(Ordering::Relaxed) {
@@ -476,9 +475,8 @@ pub fn emulate(
             break;
         }
         if driver_thread.is_finished() && now < end_ns {
-            outcome = Err(EmuError::Failed(
-                "the link emulator stopped early".to_string(),
-            ));
+            // Its reason comes with the thread's result, below.
+            stopped_early_at = Some(now);
             break;
         }
         if let Err(e) = controllers.tick(now as f64 / 1e9) {
@@ -536,11 +534,17 @@ pub fn emulate(
     let (driver, driver_result) = driver_thread
         .join()
         .map_err(|_| EmuError::Failed("the link emulator thread panicked".to_string()))?;
+    if let Some(at) = stopped_early_at {
+        return Err(EmuError::Failed(early_stop_message(at, &driver_result)));
+    }
     outcome?;
     driver_result.map_err(|e| EmuError::Failed(format!("link emulator: {e}")))?;
     let wall_s = (sys::monotonic_ns() - wall_start) as f64 / 1e9;
     let namespaces = lab.namespaces().to_vec();
-    drop(lab);
+    let not_removed = lab.remove();
+    if !not_removed.is_empty() {
+        eprintln!("{}", lab::not_removed_warning(&not_removed));
+    }
 
     let results = assemble(
         scenario,
@@ -561,10 +565,21 @@ pub fn emulate(
         device_drops,
         wall_s,
     );
+    report.namespaces_left = not_removed.into_iter().map(|(n, _)| n).collect();
     report.controllers_prefix = controllers.prefix().to_string();
     report.weight_updates = controllers.weight_updates;
     report.controller_counters = controllers.counters();
     Ok(crate::Outcome { results, report })
+}
+
+/// Why a run ended when its link thread stopped `at_ns` into it, before the scenario's end:
+/// the thread's own error, if it returned one.
+fn early_stop_message(at_ns: u64, result: &std::io::Result<()>) -> String {
+    let at = at_ns as f64 / 1e9;
+    match result {
+        Err(e) => format!("the link emulator stopped early, at {at:.3} s: {e}"),
+        Ok(()) => format!("the link emulator stopped early, at {at:.3} s, without an error"),
+    }
 }
 
 /// Packets the TUN devices of `ns` dropped on transmit (kernel to emulator): the fourth
@@ -665,6 +680,7 @@ fn report(
     Report {
         run_id: id.to_string(),
         namespaces,
+        namespaces_left: Vec::new(),
         kernel_algorithms: beds.iter().map(|b| b.congestion.clone()).collect(),
         controllers_prefix: String::new(),
         weight_updates: 0,
@@ -816,5 +832,22 @@ fn assemble(
             packets_in_flight: d.in_links,
             peak_packets: d.peak_packets,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_early_stop_of_the_link_thread_gives_its_reason() {
+        let e = std::io::Error::other("writing to TUN device pw-1-00-0: No buffer space");
+        let m = early_stop_message(1_250_000_000, &Err(e));
+        assert_eq!(
+            m,
+            "the link emulator stopped early, at 1.250 s: writing to TUN device pw-1-00-0: \
+             No buffer space"
+        );
+        assert!(early_stop_message(2_000_000, &Ok(())).ends_with("at 0.002 s, without an error"));
     }
 }

@@ -39,6 +39,28 @@ pub enum KernelError {
         "the controllers with prefix {0:?} are already loaded; see `status`, or `unload` first"
     )]
     AlreadyLoaded(String),
+    /// The prefix's pin directory holds what an earlier load left (some of its pins).
+    #[error(
+        "{dir} already holds pins ({found}) but not a whole load (missing: {missing}): what is \
+         left of an earlier load that was partly removed or failed; remove it with \
+         `pathweave kernel unload --prefix {prefix}`, then load again"
+    )]
+    StalePins {
+        /// The pin directory.
+        dir: String,
+        /// What it holds.
+        found: String,
+        /// What a whole load would hold besides.
+        missing: String,
+        /// The prefix.
+        prefix: String,
+    },
+    /// `status` could not read these directories under the pin root as loads (each reported).
+    #[error(
+        "status: {0} under /sys/fs/bpf/pathweave could not be read (see above); the other \
+         prefixes are listed"
+    )]
+    BrokenPins(String),
     /// Nothing is loaded under this prefix.
     #[error("no controllers with prefix {0:?} are loaded")]
     NotLoaded(String),
@@ -72,7 +94,7 @@ impl KernelError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            KernelError::Bpf { .. } | KernelError::Io { .. } => 1,
+            KernelError::Bpf { .. } | KernelError::Io { .. } | KernelError::BrokenPins(_) => 1,
             _ => 2,
         }
     }

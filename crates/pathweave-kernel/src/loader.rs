@@ -69,13 +69,24 @@ pub fn preflight() -> Result<(), KernelError> {
     Ok(())
 }
 
-/// Mounts the BPF file system at /sys/fs/bpf if it is not mounted.
-fn ensure_bpffs() -> Result<(), KernelError> {
+/// Where `load` notes that it mounted the BPF file system (which holds no regular files), so
+/// that `unload` unmounts it again once nothing is pinned there.
+const MOUNTED_NOTE_DIR: &str = "/run/pathweave-kernel";
+const MOUNTED_NOTE: &str = "/run/pathweave-kernel/mounted-bpffs";
+/// What the kernel itself shows in every BPF file system (its preloaded iterators).
+const BPFFS_OWN: [&str; 2] = ["maps.debug", "progs.debug"];
+
+/// Whether the BPF file system is mounted at /sys/fs/bpf.
+fn bpffs_mounted() -> bool {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    if mounts
+    mounts
         .lines()
         .any(|l| l.split_whitespace().nth(1) == Some(BPFFS) && l.contains(" bpf "))
-    {
+}
+
+/// Mounts the BPF file system at /sys/fs/bpf if it is not mounted, noting that it did.
+fn ensure_bpffs() -> Result<(), KernelError> {
+    if bpffs_mounted() {
         return Ok(());
     }
     let st = std::process::Command::new("mount")
@@ -83,6 +94,14 @@ fn ensure_bpffs() -> Result<(), KernelError> {
         .status()
         .map_err(|e| KernelError::io("running mount -t bpf", e))?;
     if st.success() {
+        let noted = std::fs::create_dir_all(MOUNTED_NOTE_DIR)
+            .and_then(|()| std::fs::write(MOUNTED_NOTE, format!("{BPFFS}\n")));
+        if let Err(e) = noted {
+            eprintln!(
+                "pathweave kernel: note: mounted the BPF file system at {BPFFS} but could not \
+                 note it in {MOUNTED_NOTE} ({e}); `unload` will leave it mounted"
+            );
+        }
         Ok(())
     } else {
         Err(KernelError::io(
@@ -179,20 +198,51 @@ impl Loaded {
     }
 
     /// Pins the links and maps so the controllers stay registered after this process.
+    /// Refuses a pin directory that holds anything already (what an earlier load left, see
+    /// [`check_pin_dir`]); a pin that fails undoes the ones made before it, so the load
+    /// stays unpinned and unregisters when it drops.
     pub fn pin(&mut self) -> Result<PathBuf, KernelError> {
+        check_pin_dir(&self.prefix)?;
         ensure_bpffs()?;
         let dir = self.prefix.pin_dir();
+        let made_root = !std::path::Path::new(PIN_ROOT).exists();
+        let made_dir = !dir.exists();
         std::fs::create_dir_all(&dir)
             .map_err(|e| KernelError::io(format!("creating {}", dir.display()), e))?;
+        let mut pinned = Vec::new();
+        let result = self.pin_all(&dir, &mut pinned);
+        if result.is_err() {
+            for p in pinned.iter().rev() {
+                let _ = std::fs::remove_file(p);
+            }
+            if made_dir {
+                let _ = std::fs::remove_dir(&dir);
+            }
+            if made_root {
+                let _ = std::fs::remove_dir(PIN_ROOT);
+            }
+            release_bpffs();
+        }
+        result.map(|()| dir)
+    }
+
+    /// Pins every link and map under `dir`, recording each path pinned in `pinned`.
+    fn pin_all(
+        &mut self,
+        dir: &std::path::Path,
+        pinned: &mut Vec<PathBuf>,
+    ) -> Result<(), KernelError> {
         for (a, link) in &mut self.links {
             let p = dir.join(a.suffix());
             link.pin(&p)
                 .map_err(bpf_err(format!("pinning {}", p.display())))?;
+            pinned.push(p);
         }
         let p = dir.join(LINK_CLOSE);
         self.closer
             .pin(&p)
             .map_err(bpf_err(format!("pinning {}", p.display())))?;
+        pinned.push(p);
         let maps = [
             (MAP_CONNS, &mut self.skel.maps.pw_conns),
             (MAP_WEIGHTS, &mut self.skel.maps.pw_bmc_weights),
@@ -202,8 +252,9 @@ impl Loaded {
             let p = dir.join(name);
             map.pin(&p)
                 .map_err(bpf_err(format!("pinning {}", p.display())))?;
+            pinned.push(p);
         }
-        Ok(dir)
+        Ok(())
     }
 
     /// Every connection entry.
@@ -313,6 +364,80 @@ fn write_weights<M: MapCore>(m: &M, id: u64, w: &[u32; maps::SLOTS]) -> Result<(
         .map_err(bpf_err("writing BMC weights"))
 }
 
+/// The names a load pins under its directory: one link per controller, `pw_conn_close`'s
+/// link and the three maps.
+fn pin_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.suffix()).collect();
+    names.extend([LINK_CLOSE, MAP_CONNS, MAP_WEIGHTS, MAP_STATS]);
+    names
+}
+
+/// Refuses to pin `prefix` where its pin directory holds anything already: what is left of an
+/// earlier load (some pins removed by hand, or a load that failed part-way), which a new load
+/// can neither complete nor replace. `unload` removes it.
+pub fn check_pin_dir(prefix: &Prefix) -> Result<(), KernelError> {
+    let dir = prefix.pin_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    let mut found: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    let expected = pin_names();
+    let missing: Vec<&str> = expected
+        .iter()
+        .copied()
+        .filter(|n| !found.iter().any(|f| f == n))
+        .collect();
+    Err(KernelError::StalePins {
+        dir: dir.display().to_string(),
+        found: found.join(", "),
+        missing: if missing.is_empty() {
+            "nothing, but it is not registered".to_string()
+        } else {
+            missing.join(", ")
+        },
+        prefix: prefix.to_string(),
+    })
+}
+
+/// Unmounts the BPF file system at /sys/fs/bpf if `load` mounted it and nothing is pinned
+/// there any more; returns whether it did. One that was mounted before, or that holds
+/// anyone's pins, stays.
+pub fn release_bpffs() -> bool {
+    if !std::path::Path::new(MOUNTED_NOTE).exists() {
+        return false;
+    }
+    let forget = || {
+        let _ = std::fs::remove_file(MOUNTED_NOTE);
+        let _ = std::fs::remove_dir(MOUNTED_NOTE_DIR);
+    };
+    if !bpffs_mounted() {
+        forget();
+        return false;
+    }
+    let pinned = std::fs::read_dir(BPFFS).map_or(true, |rd| {
+        rd.flatten()
+            .any(|e| !BPFFS_OWN.iter().any(|own| e.file_name() == **own))
+    });
+    if pinned {
+        return false;
+    }
+    let unmounted = std::process::Command::new("umount")
+        .arg(BPFFS)
+        .status()
+        .is_ok_and(|s| s.success());
+    if unmounted {
+        forget();
+    }
+    unmounted
+}
+
 /// The maps of a pinned load.
 pub struct Pinned {
     /// The prefix.
@@ -386,6 +511,7 @@ pub fn unload(prefix: &Prefix) -> Result<Vec<Algorithm>, KernelError> {
     std::fs::remove_dir(&dir)
         .map_err(|e| KernelError::io(format!("removing {}", dir.display()), e))?;
     let _ = std::fs::remove_dir(PIN_ROOT); // only succeeds when no other prefix is pinned
+    release_bpffs();
     Ok(removed)
 }
 
@@ -403,48 +529,77 @@ pub struct PrefixStatus {
     pub stats: Vec<(Stat, u64)>,
 }
 
-/// The prefixes pinned under /sys/fs/bpf/pathweave (or only `only`).
-pub fn status(only: Option<&Prefix>) -> Result<Vec<PrefixStatus>, KernelError> {
+/// A directory under /sys/fs/bpf/pathweave that `status` could not read as a load.
+#[derive(Debug)]
+pub struct BrokenPrefix {
+    /// The directory's name.
+    pub name: String,
+    /// Why it could not be read.
+    pub error: KernelError,
+}
+
+/// What `status` found: the loads it read and the directories it could not.
+#[derive(Debug, Default)]
+pub struct Status {
+    /// The loads, by prefix.
+    pub prefixes: Vec<PrefixStatus>,
+    /// Directories that are not a readable load (a stale or partly removed one), by name.
+    pub broken: Vec<BrokenPrefix>,
+}
+
+/// The status of the load pinned for `p`.
+fn prefix_status(p: &Prefix, registered: &[String]) -> Result<PrefixStatus, KernelError> {
+    let pinned = Pinned::open(p)?;
+    let conns = pinned.connections()?;
+    let algorithms = Algorithm::ALL
+        .into_iter()
+        .map(|a| {
+            let n = conns.iter().filter(|c| c.algo == a.id()).count();
+            (
+                a,
+                p.pin_dir().join(a.suffix()).exists(),
+                registered.contains(&p.name(a)),
+                n,
+            )
+        })
+        .collect();
+    Ok(PrefixStatus {
+        connections: conns.len(),
+        stats: pinned.stats()?,
+        algorithms,
+        prefix: p.clone(),
+    })
+}
+
+/// The prefixes pinned under /sys/fs/bpf/pathweave (or only `only`, whose failure is the
+/// error). Listing them all, a directory that cannot be read as a load is reported in
+/// [`Status::broken`] and the others are still read.
+pub fn status(only: Option<&Prefix>) -> Result<Status, KernelError> {
     if !is_root() {
         return Err(KernelError::NotRoot);
     }
-    let mut prefixes = Vec::new();
-    match only {
-        Some(p) => prefixes.push(p.clone()),
-        None => {
-            if let Ok(rd) = std::fs::read_dir(PIN_ROOT) {
-                for e in rd.flatten() {
-                    if let Some(p) = e.file_name().to_str().and_then(|n| Prefix::new(n).ok()) {
-                        prefixes.push(p);
-                    }
-                }
-            }
-            prefixes.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        }
-    }
     let registered = available();
-    let mut out = Vec::new();
-    for p in prefixes {
-        let pinned = Pinned::open(&p)?;
-        let conns = pinned.connections()?;
-        let algorithms = Algorithm::ALL
-            .into_iter()
-            .map(|a| {
-                let n = conns.iter().filter(|c| c.algo == a.id()).count();
-                (
-                    a,
-                    p.pin_dir().join(a.suffix()).exists(),
-                    registered.contains(&p.name(a)),
-                    n,
-                )
-            })
-            .collect();
-        out.push(PrefixStatus {
-            connections: conns.len(),
-            stats: pinned.stats()?,
-            algorithms,
-            prefix: p,
+    if let Some(p) = only {
+        return Ok(Status {
+            prefixes: vec![prefix_status(p, &registered)?],
+            broken: Vec::new(),
         });
+    }
+    let mut names: Vec<String> = match std::fs::read_dir(PIN_ROOT) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    let mut out = Status::default();
+    for name in names {
+        let read = Prefix::new(&name).and_then(|p| prefix_status(&p, &registered));
+        match read {
+            Ok(s) => out.prefixes.push(s),
+            Err(error) => out.broken.push(BrokenPrefix { name, error }),
+        }
     }
     Ok(out)
 }

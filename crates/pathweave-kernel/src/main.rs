@@ -144,6 +144,7 @@ mod commands {
         match cmd {
             "load" => {
                 let mut l = Loaded::load(&prefix)?;
+                // A pin that fails undoes the others; `l` then drops and unregisters.
                 let dir = l.pin()?;
                 let names: Vec<String> = Algorithm::ALL.iter().map(|a| prefix.name(*a)).collect();
                 println!(
@@ -161,7 +162,15 @@ mod commands {
             "unload" => {
                 let removed = loader::unload(&prefix)?;
                 let names: Vec<String> = removed.iter().map(|a| prefix.name(*a)).collect();
-                println!("unloaded {}", names.join(", "));
+                if names.is_empty() {
+                    // What an earlier load left: some of its maps, or an empty directory.
+                    println!(
+                        "no controller was pinned under {}; removed what was left there",
+                        prefix.pin_dir().display()
+                    );
+                } else {
+                    println!("unloaded {}", names.join(", "));
+                }
                 Ok(())
             }
             "status" => status(opts.prefix.as_ref()),
@@ -171,12 +180,42 @@ mod commands {
         }
     }
 
+    /// Lists every load it can read; a directory under the pin root that is not one is
+    /// reported on stderr with how to remove it, and makes the exit code 1.
     fn status(only: Option<&Prefix>) -> Result<(), KernelError> {
-        let all = loader::status(only)?;
-        if all.is_empty() {
+        let loader::Status { prefixes, broken } = loader::status(only)?;
+        if prefixes.is_empty() && broken.is_empty() {
             println!("no pathweave controllers are loaded");
             return Ok(());
         }
+        print_status(prefixes);
+        if broken.is_empty() {
+            return Ok(());
+        }
+        for b in &broken {
+            let dir = std::path::Path::new(pathweave_kernel::names::PIN_ROOT).join(&b.name);
+            let remove = match Prefix::new(&b.name) {
+                Ok(p) => format!("`pathweave kernel unload --prefix {p}`"),
+                Err(_) => format!("`rm -r {}`", dir.display()),
+            };
+            eprintln!(
+                "pathweave kernel: prefix {:?}: {} is not a readable load: {}; if it is left \
+                 over, remove it with {remove}",
+                b.name,
+                dir.display(),
+                b.error
+            );
+        }
+        Err(KernelError::BrokenPins(
+            broken
+                .iter()
+                .map(|b| b.name.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ))
+    }
+
+    fn print_status(all: Vec<loader::PrefixStatus>) {
         for s in all {
             let version = s
                 .stats
@@ -209,7 +248,6 @@ mod commands {
                 println!("    {:<width$} {v}", k.name());
             }
         }
-        Ok(())
     }
 
     fn bmc_manager(prefix: &Prefix, opts: &Options) -> Result<(), KernelError> {
