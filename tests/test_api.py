@@ -259,6 +259,52 @@ def test_write_replaces_an_existing_directory(result: pathweave.Result, tmp_path
     assert (out / "flows.csv").exists()
 
 
+def test_output_that_is_a_symbolic_link_is_refused_before_running(
+    small_scenario: Path, tmp_path: Path
+) -> None:
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "run.json").write_text("{}")
+    link = tmp_path / "latest"
+    link.symlink_to(earlier)
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for out, points_to in ((link, earlier), (dangling, tmp_path / "nowhere")):
+        with pytest.raises(FileExistsError, match="is a symbolic link") as info:
+            pathweave.run(small_scenario, out=out)
+        # Says why, and what to give instead.
+        assert "would replace the link itself" in str(info.value)
+        assert f"give the path it points to ({points_to})" in str(info.value)
+    # The links, what they point to and their directory are as they were.
+    assert link.is_symlink()
+    assert link.resolve() == earlier
+    assert dangling.is_symlink()
+    assert not dangling.exists()
+    assert sorted(p.name for p in earlier.iterdir()) == ["run.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("out", [".", "", "sub/..", "./"])
+def test_output_that_is_the_current_directory_is_refused(
+    small_scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    # Empty (or holding only the way back to it), it would pass every other check; replacing
+    # it would pull the directory from under the command.
+    work = tmp_path / "work"
+    work.mkdir()
+    inside = [p for p in Path(out).parts if p != ".."]
+    for name in inside:
+        (work / name).mkdir()
+    monkeypatch.chdir(work)
+    with pytest.raises(FileExistsError, match="is the current directory"):
+        pathweave.api.check_output_directory(Path(out))
+    with pytest.raises(FileExistsError, match="is the current directory"):
+        pathweave.run(small_scenario, out=out)
+    assert sorted(p.name for p in work.iterdir()) == inside
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml", "work"]
+
+
 def test_write_refuses_a_directory_of_other_data(result: pathweave.Result, tmp_path: Path) -> None:
     out = tmp_path / "thesis"
     out.mkdir()
@@ -357,6 +403,72 @@ def test_scenario_error_carries_its_parts(tmp_path: Path) -> None:
     assert (e.file, e.field, e.value) == (str(path), "link[0].rate", '"-5Mbps"')
     assert e.message == "a rate must be positive (at least 1bps)"
     assert str(e) == f'{path}: link[0].rate = "-5Mbps": a rate must be positive (at least 1bps)'
+
+
+RED_QUEUE = (
+    'queue = { type = "red", limit = "40pkt", min_th = 3, max_th = 12, max_p = 0.1, w_q = 0.002 }'
+)
+
+
+@pytest.mark.parametrize(
+    ("queue", "field", "value"),
+    [
+        # Only min_th given, above the default max_th (15): min_th is at fault.
+        ('{ type = "red", limit = "50pkt", min_th = 20 }', "min_th", "20"),
+        # Only max_th given, below the default min_th (5): max_th is at fault.
+        ('{ type = "red", max_th = 3 }', "max_th", "3"),
+        ('{ type = "red", min_th = 20, max_th = 10 }', "max_th", "10"),
+        ('{ type = "red", min_th = -1, max_th = 10 }', "min_th", "-1"),
+        # "auto" max_th is three times min_th, so a zero min_th leaves no room.
+        ('{ type = "red", min_th = 0, max_th = "auto" }', "min_th", "0"),
+    ],
+    ids=["min-only", "max-only", "both", "negative-min", "auto-max"],
+)
+def test_red_threshold_errors_name_the_field_at_fault(queue: str, field: str, value: str) -> None:
+    assert RED_QUEUE in SMALL
+    text = SMALL.replace(RED_QUEUE, f"queue = {queue}")
+    with pytest.raises(pathweave.ScenarioError) as info:
+        pathweave.parse(text, "x.toml")
+    e = info.value
+    assert (e.field, e.value) == (f"link[0].queue.{field}", value)
+    assert str(e).startswith(f"x.toml: link[0].queue.{field} = {value}: "), str(e)
+    assert e.message is not None
+    assert "min_th < max_th" in e.message
+    assert f"{field} must be" in e.message
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    ["series = false", "[series]\nflows = []\nlinks = []"],
+    ids=["series-false", "empty-series"],
+)
+def test_the_samples_are_bounded_even_when_nothing_is_recorded(recorded: str) -> None:
+    # The sampler fires every sample_interval whatever is recorded: at most 10**7 samples,
+    # so the shortest interval for SMALL's 5 s is 500 ns.
+    duration_ns = 5 * 10**9
+    assert 'duration = "5s"' in SMALL
+    shortest = duration_ns // 10**7
+
+    def scenario(interval_ns: int) -> str:
+        text = SMALL.replace('sample_interval = "50ms"', f'sample_interval = "{interval_ns}ns"')
+        if recorded.startswith("["):
+            return text + "\n" + recorded + "\n"
+        return text.replace('name = "small"', f'name = "small"\n{recorded}')
+
+    start = time.monotonic()
+    with pytest.raises(pathweave.ScenarioError) as info:
+        pathweave.parse(scenario(shortest - 1), "x.toml")
+    assert time.monotonic() - start < 5
+    e = info.value
+    assert (e.field, e.value) == ("sample_interval", f'"{shortest - 1}ns"')
+    assert e.message is not None
+    assert f"at least duration / {10**7}" in e.message
+    assert f"{shortest}ns" in e.message
+    with pytest.raises(pathweave.ScenarioError, match="sample_interval"):
+        pathweave.parse(scenario(1), "x.toml")
+    assert pathweave.parse(scenario(shortest), "x.toml").sample_interval_s == pytest.approx(
+        shortest * 1e-9
+    )
 
 
 def test_scenario_error_parts_absent_are_none(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -571,26 +573,263 @@ def test_out_holding_other_data_is_refused_before_running(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.toml", "notes"]
 
 
-def test_interrupt_exits_130_and_writes_nothing(tmp_path: Path) -> None:
-    # Long enough (several seconds) to be interrupted mid-run.
-    text = GOOD.replace('"3s"', '"3000s"').replace('"100ms"', '"10s"')
+def _long(tmp_path: Path) -> Path:
+    """GOOD made to run for minutes, so that it is stopped well inside the run."""
+    text = GOOD.replace('"3s"', '"100000s"').replace('"100ms"', '"10s"')
     text = text.replace('rate = "10Mbps"', 'rate = "100Mbps"')
-    scenario = write_scenario(tmp_path, text, "long.toml")
-    out = tmp_path / "out"
+    return write_scenario(tmp_path, text, "long.toml")
+
+
+def _stop_partway(
+    args: list[str | Path], sig: signal.Signals, started: Callable[[], bool]
+) -> tuple[int, str, str]:
+    """Start ``pathweave ARGS``, send ``sig`` once ``started()`` holds (and a little after),
+    and return its exit code, stdout and stderr."""
+    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pathweave", "run", str(scenario), "--out", str(out)],
+        [sys.executable, "-m", "pathweave", *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
-    time.sleep(2.0)  # past start-up, well inside the run
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "interrupted" in stderr
-    assert "Traceback" not in stderr
+    try:
+        deadline = time.monotonic() + 60
+        while not started():
+            assert proc.poll() is None, "it ended before it could be stopped"
+            assert time.monotonic() < deadline, "it did not start within a minute"
+            time.sleep(0.05)
+        time.sleep(0.5)  # inside the run
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, stdout, stderr
+
+
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+
+def _hidden(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.rglob(".*"))
+
+
+@pytest.mark.parametrize("sig", STOP_SIGNALS, ids=lambda s: s.name)
+def test_a_stopped_run_exits_130_and_writes_nothing(tmp_path: Path, sig: signal.Signals) -> None:
+    # Ctrl-C, kill and a closed terminal alike: the partial directory goes, a message says so.
+    scenario = _long(tmp_path)
+    out = tmp_path / "out"
+
+    def started() -> bool:
+        return any(p.name.startswith(".out.partial-") for p in tmp_path.iterdir())
+
+    code, stdout, stderr = _stop_partway(["run", scenario, "--out", out], sig, started)
+    assert code == 130, stderr
+    assert stderr == "pathweave: interrupted; nothing was written\n"
     assert stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.toml"]
+
+
+@pytest.mark.parametrize("sig", STOP_SIGNALS, ids=lambda s: s.name)
+def test_a_stopped_sweep_exits_130_and_leaves_no_partial_files(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    scenario = _long(tmp_path)
+    out = tmp_path / "out"
+    args: list[str | Path] = ["sweep", scenario, "--jobs", "1", "--out", out]
+    code, stdout, stderr = _stop_partway(args, sig, (out / "cache").is_dir)
+    assert code == 130, stderr
+    assert "interrupted; 0 of 1 runs are kept" in stderr
+    assert "Traceback" not in stderr
+    assert stdout == ""
+    assert _hidden(tmp_path) == []
+    assert sorted(p.name for p in out.iterdir()) == ["cache"]
+
+
+# Runs the command line with one stage made to receive a signal: "write" (a run's or an
+# emulation's results being written), "summary" (printed once they are written) or "emulate"
+# (the emulation itself; it needs no root, as the emulator is replaced by the simulator or by
+# the signal).
+STOPPED_AT = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    import pathweave.api, pathweave.emulate
+    from pathweave import cli
+
+    sig, stage, argv = getattr(signal, sys.argv[1]), sys.argv[2], sys.argv[3:]
+
+    def stop(*args, **kwargs):
+        os.kill(os.getpid(), sig)
+        time.sleep(30)  # the signal comes first
+        sys.exit("not stopped")
+
+    pathweave.emulate.check = lambda *args, **kwargs: None
+    if stage == "emulate":
+        pathweave.emulate.emulate = stop
+    else:
+        pathweave.emulate.emulate = lambda scenario, **kwargs: pathweave.api.run(scenario)
+    if stage == "write":
+        pathweave.api.Result._write_files = stop
+    if stage == "summary":
+        cli._summary = stop
+    sys.exit(cli.main(argv))
+    """
+)
+
+
+@pytest.mark.parametrize("sig", STOP_SIGNALS, ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    ("command", "stage", "message"),
+    [
+        ("run", "write", "pathweave: interrupted; nothing was written"),
+        ("emulate", "write", "pathweave: interrupted; nothing was written"),
+        (
+            "emulate",
+            "emulate",
+            "pathweave: emulation interrupted; its namespaces and devices were removed, "
+            "nothing written",
+        ),
+        # Once the results are written the message says where, and they stay.
+        ("run", "summary", "pathweave: interrupted after writing to {out}"),
+    ],
+    ids=["run-writing", "emulate-writing", "emulate-running", "run-summary"],
+)
+def test_a_signal_at_any_stage_is_an_interrupt(
+    tmp_path: Path, sig: signal.Signals, command: str, stage: str, message: str
+) -> None:
+    scenario = write_scenario(tmp_path, GOOD, "good.toml")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-c", STOPPED_AT, sig.name, stage, command, scenario, "--out", out],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == message.format(out=out) + "\n"
+    if stage == "summary":
+        assert (out / "run.json").is_file()
+    else:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["good.toml"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_failed_write_to_stdout_is_one_line_and_loses_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    scenario = write_scenario(tmp_path, GOOD, "good.toml")
+    args = [command, str(scenario)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pathweave", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"pathweave: cannot write to standard output: {os.strerror(errno.ENOSPC)}\n"
+    )
+    if command == "run":
+        assert (tmp_path / "out" / "run.json").is_file()  # the results are written all the same
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path: Path, command: str) -> None:
+    # As `pathweave ... | head -1` once head has exited: no traceback, a failing exit code.
+    scenario = write_scenario(tmp_path, GOOD, "good.toml")
+    args = [command, str(scenario)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pathweave", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 1
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("kind", ["to-results", "dangling"])
+def test_out_that_is_a_symbolic_link_is_refused_before_running(tmp_path: Path, kind: str) -> None:
+    scenario = write_scenario(tmp_path, GOOD, "good.toml")
+    earlier = tmp_path / "earlier"
+    if kind == "to-results":
+        assert pathweave_cli("run", scenario, "--out", earlier, "--quiet").returncode == 0
+    link = tmp_path / "latest"
+    link.symlink_to(earlier)
+    files = sorted(p.name for p in earlier.iterdir()) if kind == "to-results" else []
+    proc = pathweave_cli("run", scenario, "--out", link)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"pathweave: --out: {link} is a symbolic link (to {earlier}); the results replace the "
+        "whole directory, which would replace the link itself, so give the path it points to "
+        f"({earlier}) or another directory\n"
+    )
+    assert proc.stdout == ""  # refused before the run
+    assert link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["good.toml", "latest", *(["earlier"] if kind == "to-results" else [])]
+    )
+    if kind == "to-results":
+        assert sorted(p.name for p in earlier.iterdir()) == files
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_out_that_is_the_current_directory_is_refused_before_running(
+    tmp_path: Path, command: str
+) -> None:
+    one = 'name = "bulk{i}"\ncount = 2'
+    assert one in GOOD
+    scenario = write_scenario(tmp_path, GOOD.replace(one, 'name = "bulk"'), "good.toml")
+    work = tmp_path / "work"
+    work.mkdir()
+    extra = ["--flow", "bulk"] if command == "compare" else []
+    proc = pathweave_cli(command, scenario, *extra, "--out", ".", cwd=work)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("pathweave: --out: . is the current directory; "), proc.stderr
+    assert "give a directory inside it" in proc.stderr
+    assert proc.stdout == ""
+    assert list(work.iterdir()) == []
+
+
+def test_reproduce_into_a_directory_of_other_files_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    proc = pathweave_cli("reproduce", "all", "--quick", "--out", out)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"pathweave: --out: {out} exists and does not hold reproductions (no report.html); "
+        "choose another directory or remove it\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_reproduce_accepts_earlier_reproductions(tmp_path: Path) -> None:
+    known = {"reno-square-root"}
+    assert cli._reproduce_out_problem(tmp_path / "absent", known) is None
+    assert cli._reproduce_out_problem(tmp_path, known) is None  # empty
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "reno-square-root").mkdir()
+    assert cli._reproduce_out_problem(tmp_path, known) is None
+    (tmp_path / "other").mkdir()
+    assert "no report.html" in str(cli._reproduce_out_problem(tmp_path, known))
+    (tmp_path / "report.html").write_text("<html></html>")
+    assert cli._reproduce_out_problem(tmp_path, known) is None
 
 
 @pytest.mark.parametrize(

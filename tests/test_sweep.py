@@ -227,6 +227,45 @@ def test_bad_sweep_tables(tmp_path: Path) -> None:
             load_plan(write_scenario(tmp_path, text, "t.toml"))
 
 
+@pytest.mark.parametrize(
+    ("table", "field"),
+    [
+        ('[sweep.grid]\n"seed" = [1, 2]\n', "sweep.grid.seed = [1, 2]"),
+        ('[sweep.zip]\nseed = [1, 2]\nduration = ["1s", "2s"]\n', "sweep.zip.seed = [1, 2]"),
+        ("[sweep.set]\nseed = 5\n", "sweep.set.seed = 5"),
+    ],
+    ids=["grid", "zip", "set"],
+)
+def test_the_seed_is_not_a_sweep_parameter(tmp_path: Path, table: str, field: str) -> None:
+    # Each run's seed is its task's, so an edit of the scenario's seed would be ignored.
+    path = write_scenario(tmp_path, SMALL + "\n" + table, "seed.toml")
+    with pytest.raises(SweepError) as info:
+        load_plan(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: {field}: "), message
+    assert "sweep.seeds" in message
+    # `validate` and `sweep` share the check: both refuse before anything is run or written.
+    for command in (["validate"], ["sweep", "--jobs", "1", "--out", tmp_path / "out"]):
+        proc = run_cli(*command, path)
+        assert proc.returncode == 2, proc.stderr
+        assert field in proc.stderr
+        assert "sweep.seeds" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("seed", ['"7"', "7.0", '"3 + 4"'])
+def test_the_scenario_seed_is_read_as_the_simulator_reads_it(tmp_path: Path, seed: str) -> None:
+    # Without sweep.seeds a sweep runs the scenario's own seed once, the one `run` uses.
+    path = write_scenario(tmp_path, SMALL.replace("seed = 7", f"seed = {seed}"), "seed.toml")
+    assert pathweave.load(path).seed == 7
+    assert load_plan(path).seeds == (7,)
+    proc = run_cli("sweep", path, "--jobs", "1", "--quiet", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert manifest["seeds"] == [7]
+
+
 def test_sweeps_beyond_the_size_limits_are_refused_before_expanding(tmp_path: Path) -> None:
     # 6 keys x 10 values = 10**6 points, over MAX_POINTS: refused at once, not after
     # validating a million scenarios (the check counts the points without building them).

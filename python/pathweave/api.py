@@ -161,7 +161,8 @@ def run(
     written while the run goes instead of being held in memory: memory stays flat however
     long the simulated time. The directory appears only once complete (the run writes into a
     hidden sibling and renames it; a failed or interrupted run leaves ``out`` as it was), and
-    ``out`` must be absent, empty or hold earlier results. The returned ``Result`` reads its
+    ``out`` must be absent, empty or hold earlier results (and be neither a symbolic link nor
+    the current directory). The returned ``Result`` reads its
     time series back from ``out`` when they are first used.
     """
     if not isinstance(scenario, Scenario):
@@ -584,8 +585,22 @@ def check_output_directory(target: Path, marker: str = "run.json") -> None:
     """Raise (``OSError``) unless ``target`` may receive results: absent, or a directory that
     is empty or holds earlier results (the file ``marker``, ``run.json`` for a run, and
     nothing but the files such results consist of), in a directory that can be written.
-    Writing replaces the whole directory, so anything else there would be lost; this check
-    creates nothing."""
+    Writing replaces the whole directory, so anything else there would be lost, a symbolic
+    link would itself be replaced and the current directory would be pulled from under the
+    process: both are refused. This check creates nothing."""
+    if target.is_symlink():
+        # Replacing the directory would replace the link, not what it points to.
+        raise FileExistsError(
+            f"{target} is a symbolic link (to {os.readlink(target)}); the results replace the "
+            f"whole directory, which would replace the link itself, so give the path it points "
+            f"to ({os.path.realpath(target)}) or another directory"
+        )
+    if os.path.realpath(target) == os.path.realpath(os.getcwd()):
+        raise FileExistsError(
+            f"{target} is the current directory; the results replace the whole directory, "
+            "which cannot be the one the command runs in, so give a directory inside it (such "
+            "as results/NAME) or another directory"
+        )
     if target.exists():
         if not target.is_dir():
             raise NotADirectoryError(f"{target} exists and is not a directory")

@@ -10,24 +10,27 @@
   docs/kernel.md)
 * ``pathweave --version``
 
-Exit codes: 0 success, 1 a failure while running or writing, 2 bad input (a bad scenario, a
-bad sweep, an unknown experiment or bad arguments), 130 interrupted. A bad scenario is
-reported on stderr in one message, with no traceback, before anything is created. In
-``reproduce`` a result outside its tolerance is a result (a "miss" in the table), not an
-error: the exit code is 0 once every run completed.
+Exit codes: 0 success, 1 a failure while running or writing (standard output included), 2
+bad input (a bad scenario, a bad sweep, an unknown experiment or bad arguments), 130
+interrupted (Ctrl-C, SIGTERM or SIGHUP: what was half written is removed first). A bad
+scenario is reported on stderr in one message, with no traceback, before anything is
+created. In ``reproduce`` a result outside its tolerance is a result (a "miss" in the table),
+not an error: the exit code is 0 once every run completed.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -67,6 +70,23 @@ _MAX_LINK_ROWS = 6
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here rather than at exit, where a failure would be a traceback
+    except _StdoutFailed as e:
+        # As Unix tools do: a reader that went away (`| head`) ends the command quietly.
+        if e.error.errno != errno.EPIPE:
+            _error(f"cannot write to standard output: {e.error.strerror or e.error}")
+        _discard_stdout(stdout)
+        return EXIT_FAILURE
+    finally:
+        sys.stdout = stdout
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["kernel"]:
         # Everything after `kernel` belongs to pathweave-kernel, options such as --help too.
@@ -80,9 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(e))
         return EXIT_BAD_INPUT
     try:
-        code: int = args.command(args)
+        # Commands that run and write: SIGTERM and SIGHUP stop them as Ctrl-C does, so what
+        # was half made (a partial directory, an emulation's namespaces) is removed.
+        with _signals_as_interrupt() if args.interruptible else contextlib.nullcontext():
+            code: int = args.command(args)
     except KeyboardInterrupt:
-        _error("interrupted; nothing was written")
+        written = getattr(args, "written", None)  # set by a command once it has written
+        _error(
+            f"interrupted after writing to {written}"
+            if written
+            else "interrupted; nothing was written"
+        )
         return EXIT_INTERRUPTED
     except PathweaveError as e:
         # A bad scenario is reported where it is loaded; this is the simulator failing.
@@ -91,12 +119,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+class _StdoutFailed(Exception):
+    """Standard output could not be written (a closed pipe, a full disk)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Stdout:
+    """Standard output whose write errors are told apart from those of other files."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            raise _StdoutFailed(e) from e
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise _StdoutFailed(e) from e
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def _discard_stdout(stream: TextIO) -> None:
+    """Point standard output at the null device, so that the interpreter's last flush of
+    what could not be written fails no more."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass  # not a file descriptor (a test's capture): nothing is flushed at exit
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pathweave",
         description="Simulate multipath congestion control scenarios.",
     )
     parser.add_argument("--version", action="version", version=f"pathweave {_core.__version__}")
+    parser.set_defaults(interruptible=False)
     sub = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     run_p = sub.add_parser(
@@ -124,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print neither the progress bar nor the summary, only errors",
     )
-    run_p.set_defaults(command=_run)
+    run_p.set_defaults(command=_run, interruptible=True)
 
     val_p = sub.add_parser(
         "validate",
@@ -165,7 +235,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also write compare.csv and compare.png into DIR (replaced if it exists)",
     )
     cmp_p.add_argument("--quiet", action="store_true", help="print only errors")
-    cmp_p.set_defaults(command=_compare)
+    cmp_p.set_defaults(command=_compare, interruptible=True)
 
     emu_p = sub.add_parser(
         "emulate",
@@ -199,7 +269,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="remove the namespaces a killed emulation left behind, then exit",
     )
-    emu_p.set_defaults(command=_emulate)
+    emu_p.set_defaults(command=_emulate, interruptible=True)
 
     sweep_p = sub.add_parser(
         "sweep",
@@ -224,7 +294,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep_p.add_argument(
         "--quiet", action="store_true", help="print neither progress nor the summary"
     )
-    sweep_p.set_defaults(command=_sweep)
+    sweep_p.set_defaults(command=_sweep, interruptible=True)
 
     repro_p = sub.add_parser(
         "reproduce",
@@ -249,7 +319,7 @@ def _parser() -> argparse.ArgumentParser:
     repro_p.add_argument(
         "--quiet", action="store_true", help="print neither progress nor the tables"
     )
-    repro_p.set_defaults(command=_reproduce)
+    repro_p.set_defaults(command=_reproduce, interruptible=True)
 
     scen_p = sub.add_parser(
         "scenarios",
@@ -330,7 +400,9 @@ def _seed(text: str) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"pathweave: {message}", file=sys.stderr)
+    # A terminal that hung up cannot show the message; that must not become a traceback.
+    with contextlib.suppress(OSError):
+        print(f"pathweave: {message}", file=sys.stderr)
 
 
 def _load(path: Path) -> Scenario | None:
@@ -393,6 +465,7 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as e:
         _error(f"cannot write results to {out}: {e}")
         return EXIT_FAILURE
+    args.written = out
     if not args.quiet:
         _summary(result, out, args.format)
     return 0
@@ -442,8 +515,7 @@ def _compare(args: argparse.Namespace) -> int:
         else:
             from pathweave.emulate import emulate
 
-            with _sigterm_as_interrupt():
-                results = {alg: emulate(sc, seed=args.seed) for alg, sc in checked.items()}
+            results = {alg: emulate(sc, seed=args.seed) for alg, sc in checked.items()}
         comparisons[engine] = cmp.Comparison(args.flow, results)
     comparison = comparisons[engines[0]]
     console = _console()
@@ -458,6 +530,7 @@ def _compare(args: argparse.Namespace) -> int:
         except OSError as e:
             _error(f"cannot write the comparison to {args.out}: {e}")
             return EXIT_FAILURE
+        args.written = args.out
         if not args.quiet:
             console.print(Text(f"wrote {args.out / cmp.MARKER} and {args.out / 'compare.png'}"))
     return 0
@@ -467,19 +540,29 @@ ENGINES = ("sim", "emulate")
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that an emulation cleans up before the exit."""
+    """SIGTERM or SIGHUP, raised like Ctrl-C so that what the command made is removed (an
+    emulation's namespaces, a partial results directory) before the exit."""
+
+
+# The signals that stop a command as Ctrl-C does: `kill` and a closed terminal.
+_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def _signals_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread receives signals (and may set their handlers)
+        return
+
     def handler(signum: int, frame: object) -> None:
         raise _Terminated()
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def _emulate(args: argparse.Namespace) -> int:
@@ -516,8 +599,7 @@ def _emulate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        with _sigterm_as_interrupt():
-            result = emu.emulate(scenario, seed=args.seed, reno_congestion=args.reno_congestion)
+        result = emu.emulate(scenario, seed=args.seed, reno_congestion=args.reno_congestion)
     except _core.EmulationRefused as e:
         _error(f"emulate: {e}")
         return EXIT_BAD_INPUT
@@ -529,6 +611,7 @@ def _emulate(args: argparse.Namespace) -> int:
     except OSError as e:
         _error(f"cannot write results to {out}: {e}")
         return EXIT_FAILURE
+    args.written = out
     if not args.quiet:
         _summary(result, out, args.format)
         _emulation_summary(result.emulation)
@@ -744,12 +827,19 @@ def _sweep(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     try:
         summary = write_sweep(result, out)
+    except KeyboardInterrupt:
+        _error(
+            f"interrupted while writing the results into {out}; the runs are kept in {cache}; "
+            "rerun the same command to write them"
+        )
+        return EXIT_INTERRUPTED
     except OSError as e:
         _error(f"cannot write results to {out}: {e}")
         return EXIT_FAILURE
+    args.written = out
     if not args.quiet:
         console = _console()
-        console.print(_sweep_table(name, plan.param_names, summary))
+        console.print(_sweep_table(name, plan, summary))
         console.print(
             f"{len(plan.points)} points x {len(plan.seeds)} seeds: {result.ran} runs simulated, "
             f"{result.cached} from the cache, in {result.wall_time_s:.1f} s of wall time"
@@ -761,6 +851,11 @@ def _sweep(args: argparse.Namespace) -> int:
 def _sweep_out_problem(out: Path) -> str | None:
     """Why ``out`` may not receive a sweep's results, or None: it must be absent, empty, or
     hold an earlier sweep (``sweep.json``) or only a cache."""
+    if out.is_symlink() and not out.exists():
+        return (
+            f"{out} is a symbolic link to {os.readlink(out)}, which does not exist; create "
+            "that directory or give another"
+        )
     if not out.exists():
         return None
     if not out.is_dir():
@@ -774,12 +869,32 @@ def _sweep_out_problem(out: Path) -> str | None:
     )
 
 
-def _sweep_table(name: str, params: list[str], summary: pd.DataFrame) -> Table:
-    from pathweave.sweep import show_value
+def _reproduce_out_problem(out: Path, known: set[str]) -> str | None:
+    """Why ``out`` may not receive reproductions, or None: it must be absent, empty, or hold
+    earlier ones (``report.html``, or only the cache and experiments' directories)."""
+    from pathweave.report import REPORT
 
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return f"{out} exists and is not a directory"
+    names = {p.name for p in out.iterdir()}
+    if not names or REPORT in names or names <= {"cache", *known}:
+        return None
+    return (
+        f"{out} exists and does not hold reproductions (no {REPORT}); choose another "
+        "directory or remove it"
+    )
+
+
+def _sweep_table(name: str, plan: Plan, summary: pd.DataFrame) -> Table:
+    from pathweave.sweep import param_columns, show_value
+
+    # A parameter named like a column of the tables is held as `sweep:<name>`.
+    params = param_columns(summary, plan)
     table = Table(title=Text(f"{name}: mean ± 95 % CI per point"))
     table.add_column("point", justify="right")
-    for p in params:
+    for p in plan.param_names:
         table.add_column(p)
     table.add_column("group")
     for heading in ("n", "goodput Mbps", "Jain's index", "loss-event rate", "timeouts"):
@@ -832,6 +947,10 @@ def _reproduce(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     ids = list(known) if "all" in args.ids else list(dict.fromkeys(args.ids))
     out: Path = args.out
+    problem = _reproduce_out_problem(out, set(known))
+    if problem:
+        _error(f"--out: {problem}")
+        return EXIT_BAD_INPUT
     for i in ids:
         try:
             check_target(out / i)
@@ -872,11 +991,18 @@ def _reproduce(args: argparse.Namespace) -> int:
             _error(f"{i}: cannot write the results or the cache: {e}")
             return EXIT_FAILURE
         outcomes.append(outcome)
+        args.written = out
         failures += len(outcome.result.failures)
         if not args.quiet:
             console.print(_comparison_table(outcome))
     try:
         report = write_report(out, ran=ids)
+    except KeyboardInterrupt:
+        _error(
+            f"interrupted while writing the report; the experiments' results are in {out}; "
+            "rerun the same command to write it"
+        )
+        return EXIT_INTERRUPTED
     except OSError as e:
         _error(f"cannot write the report into {out}: {e}")
         return EXIT_FAILURE

@@ -28,6 +28,8 @@ from pathweave.api import parse, read_scenario_text
 
 SWEEP_TABLE = "sweep"
 """The top-level table of a scenario file that describes its sweep."""
+SEED_KEY = "seed"
+"""The scenario's seed: a sweep gives its seeds in ``sweep.seeds``, never as a parameter."""
 
 MAX_SEEDS = 10_000
 """The most seeds one sweep runs per point."""
@@ -80,11 +82,19 @@ class Sweep:
         here: the simulator checks them point by point)."""
         # Every key is a well-formed path (parsed once, here) outside the sweep table.
         for table, entries in (("grid", self.grid), ("zip", self.zipped), ("set", self.set)):
-            for key in entries:
-                if _parse_path(key, f"{where}: sweep.{table}.{_quote(key)}")[0][0] == SWEEP_TABLE:
+            for key, values in entries.items():
+                first = _parse_path(key, f"{where}: sweep.{table}.{_quote(key)}")[0][0]
+                if first == SWEEP_TABLE:
                     raise SweepError(
                         f"{where}: sweep.{table}.{_quote(key)}: a sweep cannot vary or set its "
                         "own table; give the seeds as sweep.seeds"
+                    )
+                if first == SEED_KEY:
+                    # Each run's seed is the task's (sweep.seeds), not the scenario's.
+                    raise SweepError(
+                        f"{where}: sweep.{table}.{_quote(key)} = {show_value(values)}: a sweep "
+                        "cannot vary or set the seed; give the seeds as sweep.seeds (a count N "
+                        "for seeds 1 to N, or a list such as seeds = [1, 2, 3])"
                     )
         for table, entries in (("grid", self.grid), ("zip", self.zipped)):
             for key, values in entries.items():
@@ -268,14 +278,13 @@ def plan(sources: Sequence[str | os.PathLike[str]], sweep: Sweep | None = None) 
     if sweep is None:
         if len(bases) != 1:
             raise SweepError("with several scenario files, give the sweep explicitly")
-        label, _, table = bases[0]
+        label, _, table, _ = bases[0]
         sweep = Sweep.from_table(table, label) if table is not None else Sweep()
     else:
         sweep.check(bases[0][0])
-    # Without sweep.seeds, the (first) scenario's own seed, once.
-    own = bases[0][1].get("seed", 1)
-    own = own if isinstance(own, int) and not isinstance(own, bool) else 1
-    seeds = sweep.seed_list(bases[0][0], default=own)
+    # Without sweep.seeds, the (first) scenario's own seed, once, as the simulator reads it
+    # (`run` uses the same one).
+    seeds = sweep.seed_list(bases[0][0], default=bases[0][3])
     n_points = len(bases) * sweep.size()
     if n_points > MAX_POINTS or n_points * len(seeds) > MAX_RUNS:
         raise SweepError(
@@ -285,7 +294,7 @@ def plan(sources: Sequence[str | os.PathLike[str]], sweep: Sweep | None = None) 
         )
     keys = sweep.varied()
     points: list[Point] = []
-    for label, doc, _ in bases:
+    for label, doc, _, _ in bases:
         for values in sweep.combinations():
             params: dict[str, Any] = {}
             if len(bases) > 1:
@@ -295,9 +304,10 @@ def plan(sources: Sequence[str | os.PathLike[str]], sweep: Sweep | None = None) 
     return Plan(tuple(str(s) for s in sources), sweep, tuple(points), seeds)
 
 
-def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
-    """``(label, document without [sweep], the [sweep] table or None)``, the document
-    checked by the simulator. Raises ``ScenarioError`` for a file that is not valid."""
+def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None, int]:
+    """``(label, document without [sweep], the [sweep] table or None, the scenario's seed)``,
+    the document checked by the simulator. Raises ``ScenarioError`` for a file that is not
+    valid."""
     label = str(path)
     text = read_scenario_text(path)  # a regular file within the size limit; else ScenarioError
     doc = _core.toml_loads(text, label)  # the simulator's parser; raises ScenarioError
@@ -309,12 +319,12 @@ def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
     doc = {"name": path.stem, **doc}
     # Check the base alone, so an error in the file itself is reported as such.
     try:
-        parse(text, label)
+        scenario = parse(text, label)
     except ScenarioError as e:
         if e.field != SWEEP_TABLE:
             raise
-        parse(_dumps(doc, label), label)  # an older core that does not know [sweep]
-    return label, doc, table
+        scenario = parse(_dumps(doc, label), label)  # an older core that does not know [sweep]
+    return label, doc, table, scenario.seed
 
 
 def _resolve(

@@ -183,7 +183,7 @@ impl Reader<'_> {
     }
 
     /// The time series hold one row per sample for every recorded flow, subflow of a recorded
-    /// TCP flow and recorded link direction; refuse a run whose rows would exceed
+    /// TCP flow and recorded link direction; refuse a run whose samples or rows would exceed
     /// [`MAX_SAMPLE_ROWS`].
     fn check_sample_rows(
         &self,
@@ -193,8 +193,29 @@ impl Reader<'_> {
         flows: &[FlowSpec],
         series: &SeriesSpec,
     ) -> R<()> {
-        // The sampler fires at every multiple of the interval up to the end.
+        // The sampler fires at every multiple of the interval up to the end, whether or not
+        // anything is recorded, so the samples themselves are bounded too.
         let samples = duration.as_nanos() / interval.as_nanos().max(1);
+        let v = || {
+            root.get("sample_interval")
+                .cloned()
+                .unwrap_or(Value::String("100ms".into()))
+        };
+        if samples > MAX_SAMPLE_ROWS {
+            // The shortest interval that keeps the samples within the limit, rounded up to a
+            // whole nanosecond.
+            let shortest = duration.as_nanos().div_ceil(MAX_SAMPLE_ROWS);
+            return Err(self.invalid(
+                "sample_interval",
+                &v(),
+                format!(
+                    "the run would take {samples} samples (duration / sample_interval), more \
+                     than {MAX_SAMPLE_ROWS}; sample_interval must be at least duration / \
+                     {MAX_SAMPLE_ROWS} ({shortest}ns for this duration), or use a shorter \
+                     duration"
+                ),
+            ));
+        }
         let rows = samples as u128 * series.rows_per_sample(flows) as u128;
         if rows > MAX_SAMPLE_ROWS as u128 {
             let recorded = (0..flows.len()).filter(|&i| series.samples_flow(i));
@@ -206,13 +227,9 @@ impl Reader<'_> {
                 })
                 .map(|(_, f)| f.subflows.len())
                 .sum();
-            let v = root
-                .get("sample_interval")
-                .cloned()
-                .unwrap_or(Value::String("100ms".into()));
             return Err(self.invalid(
                 "sample_interval",
-                &v,
+                &v(),
                 format!(
                     "the time series would hold {rows} rows ({samples} samples of {} flows, \
                      {subflows} TCP subflows and {} sampled link directions), more than \
@@ -245,5 +262,35 @@ impl Reader<'_> {
             ));
         }
         Ok(s.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{Scenario, ScenarioError, MAX_SAMPLE_ROWS};
+
+    fn parse(interval_ns: u64, recorded: &str) -> Result<Scenario, ScenarioError> {
+        let text = format!(
+            "duration = \"2s\"\nsample_interval = \"{interval_ns}ns\"\n{recorded}\n[[link]]\n\
+             name = \"l\"\nrate = \"10Mbps\"\ndelay = \"10ms\"\n[[flow]]\nname = \"f\"\n\
+             path = [\"l\"]\n"
+        );
+        Scenario::parse(&text, "x.toml", "x")
+    }
+
+    #[test]
+    fn the_samples_are_bounded_even_when_nothing_is_recorded() {
+        let shortest = 2_000_000_000 / MAX_SAMPLE_ROWS;
+        for recorded in ["series = false", "[series]\nflows = []\nlinks = []"] {
+            match parse(shortest - 1, recorded) {
+                Err(ScenarioError::Invalid { field, value, .. }) => {
+                    assert_eq!(field, "sample_interval");
+                    assert_eq!(value, format!("\"{}ns\"", shortest - 1));
+                }
+                other => panic!("{recorded}: {other:?}"),
+            }
+            assert!(parse(1, recorded).is_err(), "{recorded}");
+            assert!(parse(shortest, recorded).is_ok(), "{recorded}");
+        }
     }
 }

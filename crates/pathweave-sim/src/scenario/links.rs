@@ -163,31 +163,50 @@ impl Reader<'_> {
                 if let Some(v) = t.get("mean_pkt_size") {
                     p.mean_pktsize = self.small_size(&join(path, "mean_pkt_size"), v, 65_535)?;
                 }
-                let any_auto = min_th.is_none() || max_th.is_none() || w_q.is_none();
                 p.min_th = min_th
                     .unwrap_or_else(|| crate::red::auto_min_th(rate, p.mean_pktsize, target_delay));
                 p.max_th = max_th.unwrap_or_else(|| crate::red::auto_max_th(p.min_th));
                 p.w_q = w_q.unwrap_or_else(|| crate::red::auto_w_q(rate, p.mean_pktsize, delay));
                 if !(p.min_th >= 0.0 && p.max_th > p.min_th) {
-                    let v = t
-                        .get("max_th")
-                        .or(t.get("min_th"))
-                        .cloned()
-                        .unwrap_or(Value::Float(p.max_th));
-                    return Err(self.invalid(
-                        &join(path, "max_th"),
-                        &v,
-                        format!(
-                            "need 0 ≤ min_th < max_th (min_th = {}, max_th = {}{})",
-                            p.min_th,
-                            p.max_th,
-                            if any_auto {
-                                ", with \"auto\" resolved for this link"
-                            } else {
-                                ""
-                            }
-                        ),
-                    ));
+                    // The field at fault: max_th when it was given as a number and min_th is
+                    // not negative; otherwise min_th (the default max_th, or "auto", which
+                    // follows min_th, is not at fault).
+                    let max_given = max_th.is_some() && t.contains_key("max_th");
+                    let (key, value) = if p.min_th >= 0.0 && max_given {
+                        ("max_th", p.max_th)
+                    } else {
+                        ("min_th", p.min_th)
+                    };
+                    let v = t.get(key).cloned().unwrap_or(Value::Float(value));
+                    let how = |key: &str, auto: bool| {
+                        if auto {
+                            "\"auto\" resolved for this link"
+                        } else if t.contains_key(key) {
+                            "given"
+                        } else {
+                            "the default"
+                        }
+                    };
+                    let fix = if key == "max_th" {
+                        "max_th must be greater than min_th"
+                    } else if max_th.is_none() {
+                        "min_th must be greater than 0 (max_th = \"auto\" is 3 × min_th)"
+                    } else if p.min_th < 0.0 {
+                        "min_th must be at least 0"
+                    } else if min_th.is_none() {
+                        "min_th must be less than max_th: give a larger max_th (or max_th = \
+                         \"auto\"), or a number for min_th below max_th"
+                    } else {
+                        "min_th must be less than max_th: lower it or give a larger max_th"
+                    };
+                    let allowed = format!(
+                        "need 0 ≤ min_th < max_th (min_th = {} ({}), max_th = {} ({})); {fix}",
+                        p.min_th,
+                        how("min_th", min_th.is_none()),
+                        p.max_th,
+                        how("max_th", max_th.is_none()),
+                    );
+                    return Err(self.invalid(&join(path, key), &v, allowed));
                 }
                 Ok(QueueSpec::Red(p))
             }
@@ -381,5 +400,57 @@ impl Reader<'_> {
             reverse,
             events,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{Scenario, ScenarioError};
+
+    /// The field and value a RED queue's threshold error names.
+    fn blamed(queue: &str) -> (String, String, String) {
+        let text = format!(
+            "duration = \"1s\"\n[[link]]\nname = \"l\"\nrate = \"10Mbps\"\ndelay = \"10ms\"\n\
+             queue = {queue}\n[[flow]]\nname = \"f\"\npath = [\"l\"]\n"
+        );
+        match Scenario::parse(&text, "x.toml", "x") {
+            Err(ScenarioError::Invalid {
+                field,
+                value,
+                message,
+                ..
+            }) => (field, value, message),
+            other => panic!("{queue}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn red_threshold_errors_name_the_threshold_at_fault() {
+        // (queue, field at fault, its value as written); the defaults are 5 and 15.
+        let cases = [
+            (r#"{ type = "red", min_th = 20 }"#, "min_th", "20"),
+            (r#"{ type = "red", max_th = 3 }"#, "max_th", "3"),
+            (
+                r#"{ type = "red", min_th = 20, max_th = 10 }"#,
+                "max_th",
+                "10",
+            ),
+            (
+                r#"{ type = "red", min_th = -1, max_th = 10 }"#,
+                "min_th",
+                "-1",
+            ),
+            (
+                r#"{ type = "red", min_th = 0, max_th = "auto" }"#,
+                "min_th",
+                "0",
+            ),
+        ];
+        for (queue, key, value) in cases {
+            let (field, shown, message) = blamed(queue);
+            assert_eq!(field, format!("link[0].queue.{key}"), "{queue}: {message}");
+            assert_eq!(shown, value, "{queue}: {message}");
+            assert!(message.contains(&format!("{key} must be")), "{message}");
+        }
     }
 }
