@@ -236,20 +236,23 @@ fn kernel(s: &[Sample]) -> Vec<KernelSample> {
         .collect()
 }
 
+/// Paths from `(cwnd, srtt_us, loss_interval)` triples.
+fn paths(v: Vec<(u64, u64, u64)>) -> Vec<Sample> {
+    v.into_iter()
+        .map(|(cwnd, srtt_us, loss_interval)| Sample {
+            cwnd,
+            srtt_us,
+            loss_interval,
+        })
+        .collect()
+}
+
 fn state() -> impl Strategy<Value = Vec<Sample>> {
     // Windows up to 1000 packets, RTTs from 10 to 100 ms and loss intervals up to 1 MB, where
     // no 64-bit intermediate overflows. Beyond them (OLIA's squared rate sum at RTT ratios
     // of a few hundred, ℓ·srtt² for large ℓ) the header saturates, as the 64-bit kernel code
     // overflowed, while pathweave-cc computes in 128 bits.
-    prop::collection::vec((1u64..1000, 80_000u64..800_000, 0u64..1_000_000), 1..=4).prop_map(|v| {
-        v.into_iter()
-            .map(|(cwnd, srtt_us, loss_interval)| Sample {
-                cwnd,
-                srtt_us,
-                loss_interval,
-            })
-            .collect()
-    })
+    prop::collection::vec((1u64..1000, 80_000u64..800_000, 0u64..1_000_000), 1..=4).prop_map(paths)
 }
 
 proptest! {
@@ -329,15 +332,7 @@ fn long_path_state() -> impl Strategy<Value = Vec<Sample>> {
     // (the exact-equality test of B\M) likely.
     let ell = prop_oneof![0u64..4, (1u64 << 28)..(1u64 << 32), Just(40_000_000u64)];
     let srtt = prop_oneof![Just(800_000u64), Just(1_600_000u64), 1u64..u32::MAX as u64];
-    prop::collection::vec((1u64..40, srtt, ell), 1..=4).prop_map(|v| {
-        v.into_iter()
-            .map(|(cwnd, srtt_us, loss_interval)| Sample {
-                cwnd,
-                srtt_us,
-                loss_interval,
-            })
-            .collect()
-    })
+    prop::collection::vec((1u64..40, srtt, ell), 1..=4).prop_map(paths)
 }
 
 proptest! {
