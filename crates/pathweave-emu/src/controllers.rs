@@ -177,7 +177,7 @@ impl Controllers {
             let prefix = Prefix::new(&run_prefix(number))
                 .map_err(|e| EmuError::Setup(format!("the controllers' prefix: {e}")))?;
             let loaded = pathweave_kernel::loader::Loaded::load(&prefix).map_err(|e| match e {
-                KernelError::NotRoot | KernelError::NoBtf | KernelError::NoStructOps(_) => {
+                KernelError::NotRoot(_) | KernelError::NoBtf | KernelError::NoStructOps(_) => {
                     EmuError::Environment(format!(
                         "the coupled algorithms run on pathweave's BPF controllers, which \
                          cannot be loaded here: {e}"

@@ -10,12 +10,12 @@ pub enum KernelError {
     /// Bad command-line input.
     #[error("{0}")]
     BadArgument(String),
-    /// Not running as root.
+    /// Not running as root; what was being done ("loading", "unloading", ...).
     #[error(
-        "loading BPF programs (congestion controls) needs root \
+        "{0} BPF congestion controls needs root \
          (CAP_BPF and CAP_NET_ADMIN); run as root"
     )]
-    NotRoot,
+    NotRoot(&'static str),
     /// No kernel BTF.
     #[error(
         "the kernel has no BTF (/sys/kernel/btf/vmlinux is missing); BPF struct_ops needs a \

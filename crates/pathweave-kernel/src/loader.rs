@@ -57,7 +57,7 @@ pub fn available() -> Vec<String> {
 /// Checks what loading needs: root, BTF, struct_ops support for tcp_congestion_ops.
 pub fn preflight() -> Result<(), KernelError> {
     if !is_root() {
-        return Err(KernelError::NotRoot);
+        return Err(KernelError::NotRoot("loading"));
     }
     let btf = std::fs::read(BTF).map_err(|_| KernelError::NoBtf)?;
     let needle = b"bpf_struct_ops_tcp_congestion_ops";
@@ -486,7 +486,7 @@ impl Pinned {
 /// Returns the algorithms that were pinned.
 pub fn unload(prefix: &Prefix) -> Result<Vec<Algorithm>, KernelError> {
     if !is_root() {
-        return Err(KernelError::NotRoot);
+        return Err(KernelError::NotRoot("unloading"));
     }
     let dir = prefix.pin_dir();
     if !dir.exists() {
@@ -576,7 +576,7 @@ fn prefix_status(p: &Prefix, registered: &[String]) -> Result<PrefixStatus, Kern
 /// [`Status::broken`] and the others are still read.
 pub fn status(only: Option<&Prefix>) -> Result<Status, KernelError> {
     if !is_root() {
-        return Err(KernelError::NotRoot);
+        return Err(KernelError::NotRoot("reading the status of"));
     }
     let registered = available();
     if let Some(p) = only {

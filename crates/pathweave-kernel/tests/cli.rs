@@ -37,21 +37,32 @@ fn bad_arguments_exit_2_naming_what_is_allowed() {
 }
 
 #[test]
-fn loading_without_root_exits_2() {
+fn without_root_each_command_exits_2_naming_itself() {
     if Command::new("setpriv").arg("--version").output().is_err()
         || !pathweave_kernel::loader::is_root()
     {
         println!("skipped: needs root and setpriv to drop privileges");
         return;
     }
-    let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_pathweave-kernel"))
-        .args(["load", "--prefix", "nobody"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("needs root"), "{}", stderr(&o));
+    // Each command names what it was asked to do.
+    for (args, doing) in [
+        (&["load", "--prefix", "nobody"][..], "loading BPF"),
+        (&["unload", "--prefix", "nobody"][..], "unloading BPF"),
+        (&["status"][..], "reading the status of BPF"),
+    ] {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_pathweave-kernel"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains(doing) && e.contains("needs root"),
+            "{args:?}: {e}"
+        );
+    }
 }
 
 #[test]
