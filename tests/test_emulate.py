@@ -1106,6 +1106,21 @@ def test_emulation_without_root_is_refused_naming_the_capability(tmp_path: Path)
     assert "CAP_NET_ADMIN" in out.stderr
 
 
+def test_emulation_without_cap_sys_admin_is_refused_naming_it(tmp_path: Path) -> None:
+    """Root whose bounding set lacks CAP_SYS_ADMIN (some containers) cannot mount the
+    namespaces: refused before anything is made, naming the capability, exit code 2."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux) to drop a capability")
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    path = _scenario(tmp_path, _one_link(10, flow))
+    drop = ["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin"]
+    cmd = [*drop, *_cli("emulate", str(path), "--out", str(tmp_path / "out"))]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert "lacks CAP_SYS_ADMIN" in out.stderr, out.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def _emulate_unshared(tmp_path: Path, text: str, unshare: str, setup: str) -> str:
     """Run `pathweave emulate` in a new namespace (`unshare` flag) after shell `setup`; it must
     be refused (exit 2) without writing anything. Returns its stderr."""

@@ -368,12 +368,25 @@ fn unrepresentable_setting(
 /// Check that this machine can emulate: root (CAP_NET_ADMIN), `/dev/net/tun`, iproute2 and,
 /// when `mptcp`, MPTCP enabled.
 pub fn check_environment(mptcp: bool) -> Result<(), EmuError> {
-    if sys::euid() != 0 || !sys::has_cap_net_admin() {
-        return Err(EmuError::Environment(
+    let missing: Vec<&str> = [
+        (sys::CAP_NET_ADMIN, "CAP_NET_ADMIN"),
+        (sys::CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
+    ]
+    .into_iter()
+    .filter(|&(cap, _)| !sys::has_cap(cap))
+    .map(|(_, name)| name)
+    .collect();
+    if sys::euid() != 0 || !missing.is_empty() {
+        let lacking = if missing.is_empty() {
+            "not running as root".to_string()
+        } else {
+            format!("this process lacks {}", missing.join(" and "))
+        };
+        return Err(EmuError::Environment(format!(
             "emulation needs root: creating network namespaces and TUN devices takes \
-             CAP_NET_ADMIN (and CAP_SYS_ADMIN for namespaces); run it as root"
-                .to_string(),
-        ));
+             CAP_NET_ADMIN, and CAP_SYS_ADMIN for the namespaces' mounts ({lacking}); run it \
+             as root with both"
+        )));
     }
     if !std::path::Path::new("/dev/net/tun").exists() {
         return Err(EmuError::Environment(

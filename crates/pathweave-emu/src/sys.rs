@@ -64,16 +64,26 @@ pub(crate) fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Whether the effective capability set holds CAP_NET_ADMIN (bit 12).
-pub(crate) fn has_cap_net_admin() -> bool {
+/// CAP_NET_ADMIN's bit in the capability sets: network devices, routes and namespaces'
+/// network state.
+pub(crate) const CAP_NET_ADMIN: u32 = 12;
+/// CAP_SYS_ADMIN's bit: `ip netns add` mounts the namespace under /run/netns.
+pub(crate) const CAP_SYS_ADMIN: u32 = 21;
+
+/// Whether the effective capability set (`CapEff` in /proc/self/status) holds bit `cap`.
+pub(crate) fn has_cap(cap: u32) -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .is_some_and(|caps| caps & (1 << 12) != 0)
+        .and_then(|s| effective_caps(&s))
+        .is_some_and(|caps| caps & (1 << cap) != 0)
+}
+
+/// The effective capability set from the text of /proc/PID/status.
+fn effective_caps(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
 }
 
 /// Move the calling thread into the network namespace at `path` (e.g. `/run/netns/NAME`).
@@ -537,6 +547,19 @@ pub(crate) fn set_realtime(prio: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_effective_set_is_read_from_capeff() {
+        // A root shell's status lines, and one whose bounding set dropped CAP_SYS_ADMIN.
+        let full = "Name:\tbash\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n\
+                    CapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n";
+        let caps = effective_caps(full).unwrap();
+        assert!(caps & (1 << CAP_NET_ADMIN) != 0 && caps & (1 << CAP_SYS_ADMIN) != 0);
+        let dropped = full.replace("CapEff:\t000001ffffffffff", "CapEff:\t000001ffffdfffff");
+        let caps = effective_caps(&dropped).unwrap();
+        assert!(caps & (1 << CAP_NET_ADMIN) != 0 && caps & (1 << CAP_SYS_ADMIN) == 0);
+        assert_eq!(effective_caps("Name:\tx\n"), None);
+    }
 
     /// A pipe: (read end, write end).
     fn pipe() -> (OwnedFd, OwnedFd) {
