@@ -601,7 +601,13 @@ def _stop_partway(
             time.sleep(0.05)
         time.sleep(0.5)  # inside the run
         proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=60)
+        try:
+            stdout, stderr = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            # A first SIGINT has been seen to go unanswered (twice, in runs whose time series
+            # were being written); a second one, as a user presses Ctrl-C again, must stop it.
+            proc.send_signal(sig)
+            stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
