@@ -722,22 +722,28 @@ def test_a_signal_at_any_stage_is_an_interrupt(
         assert sorted(p.name for p in tmp_path.iterdir()) == ["good.toml"]
 
 
+def _good_to(tmp_path: Path, command: str, stdout: int) -> subprocess.CompletedProcess[str]:
+    """``pathweave COMMAND good.toml`` (``run`` into ``tmp_path/out``) with standard output on
+    descriptor ``stdout``."""
+    scenario = write_scenario(tmp_path, GOOD, "good.toml")
+    args = [command, str(scenario)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
+    return subprocess.run(
+        [sys.executable, "-m", "pathweave", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_failed_write_to_stdout_is_one_line_and_loses_nothing(
     tmp_path: Path, command: str
 ) -> None:
-    scenario = write_scenario(tmp_path, GOOD, "good.toml")
-    args = [command, str(scenario)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
     with open("/dev/full", "w") as full:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pathweave", *args],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        proc = _good_to(tmp_path, command, full.fileno())
     assert proc.returncode == 1
     assert proc.stderr == (
         f"pathweave: cannot write to standard output: {os.strerror(errno.ENOSPC)}\n"
@@ -749,19 +755,10 @@ def test_a_failed_write_to_stdout_is_one_line_and_loses_nothing(
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path: Path, command: str) -> None:
     # As `pathweave ... | head -1` once head has exited: no traceback, a failing exit code.
-    scenario = write_scenario(tmp_path, GOOD, "good.toml")
-    args = [command, str(scenario)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pathweave", *args],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        proc = _good_to(tmp_path, command, write)
     finally:
         os.close(write)
     assert proc.returncode == 1
