@@ -601,13 +601,7 @@ def _stop_partway(
             time.sleep(0.05)
         time.sleep(0.5)  # inside the run
         proc.send_signal(sig)
-        try:
-            stdout, stderr = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            # A first SIGINT has been seen to go unanswered (twice, in runs whose time series
-            # were being written); a second one, as a user presses Ctrl-C again, must stop it.
-            proc.send_signal(sig)
-            stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -620,6 +614,38 @@ STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 def _hidden(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.rglob(".*"))
+
+
+@pytest.mark.parametrize("sig", STOP_SIGNALS, ids=lambda s: s.name)
+def test_a_signal_during_an_import_stops_the_command_after_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    # Raised inside an import, the interrupt could be swallowed by importlib's own callbacks
+    # and the run went on; it must arrive, once the import is done.
+    name = f"pw_slow_import_{sig.name.lower()}"
+    (tmp_path / f"{name}.py").write_text(
+        "import os, signal, time\n"
+        f"os.kill(os.getpid(), signal.{sig.name})\n"
+        "for _ in range(20):\n"
+        "    time.sleep(0.01)  # longer than one redelivery\n"
+        "COMPLETE = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    imported = []
+
+    def import_then_wait() -> None:
+        with cli._signals_as_interrupt():
+            imported.append(__import__(name).COMPLETE)
+            for _ in range(500):
+                time.sleep(0.01)
+        pytest.fail("the signal was lost")
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            import_then_wait()
+    finally:
+        sys.modules.pop(name, None)
+    assert imported == [True]
 
 
 @pytest.mark.parametrize("sig", STOP_SIGNALS, ids=lambda s: s.name)

@@ -30,6 +30,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
@@ -100,8 +101,8 @@ def _main(argv: Sequence[str] | None) -> int:
         _error(str(e))
         return EXIT_BAD_INPUT
     try:
-        # Commands that run and write: SIGTERM and SIGHUP stop them as Ctrl-C does, so what
-        # was half made (a partial directory, an emulation's namespaces) is removed.
+        # Commands that run and write: Ctrl-C, SIGTERM and SIGHUP stop them, so what was
+        # half made (a partial directory, an emulation's namespaces) is removed.
         with _signals_as_interrupt() if args.interruptible else contextlib.nullcontext():
             code: int = args.command(args)
     except KeyboardInterrupt:
@@ -544,18 +545,46 @@ class _Terminated(KeyboardInterrupt):
     emulation's namespaces, a partial results directory) before the exit."""
 
 
-# The signals that stop a command as Ctrl-C does: `kill` and a closed terminal.
-_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+# The signals that stop a command: Ctrl-C, `kill` and a closed terminal.
+_STOP_SIGNALS = tuple(
+    getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)
+)
+# How soon a signal that arrived during an import is delivered again.
+_REDELIVER_S = 0.05
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` or a caller of it is the import machinery at work."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager
 def _signals_as_interrupt() -> Iterator[None]:
+    """Stop the command with KeyboardInterrupt on any of ``_STOP_SIGNALS``.
+
+    An exception raised while a module is being imported can be lost: importlib runs some of
+    its own code in weak-reference callbacks, whose exceptions Python only prints as
+    "ignored", and the run then goes on as if nothing had been pressed. The run's first
+    chunks import pandas and pyarrow, so this was seen. A signal that arrives during an
+    import is therefore sent again a moment later, until it lands outside one.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread receives signals (and may set their handlers)
         return
+    main = threading.main_thread().ident
+    assert main is not None
 
-    def handler(signum: int, frame: object) -> None:
-        raise _Terminated()
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if _importing(frame):
+            again = threading.Timer(_REDELIVER_S, signal.pthread_kill, (main, signum))
+            again.daemon = True
+            again.start()
+            return
+        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
     previous = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
     try:
