@@ -466,6 +466,18 @@ def test_csv_format_and_default_output_directory(tmp_path: Path) -> None:
     assert (out / "flows.csv").read_text().startswith("name,group,algorithm,")
 
 
+def test_names_that_change_alike_get_their_own_default_directories(tmp_path: Path) -> None:
+    # "my run" and "my_run" were both written to results/my_run, the second over the first.
+    for name in ("my run", "my_run", "my:run"):
+        text = GOOD.replace('name = "good"', f"name = {name!r}")
+        write_scenario(tmp_path, text, "s.toml")
+        assert pathweave_cli("run", "s.toml", "--quiet", cwd=tmp_path).returncode == 0
+    dirs = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert len(dirs) == 3, dirs
+    assert "my_run" in dirs  # a name that is already safe stays as it is
+    assert all(d.startswith("my_run") for d in dirs)
+
+
 def test_rerun_replaces_previous_results(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, GOOD, "good.toml")
     out = tmp_path / "out"

@@ -567,6 +567,29 @@ def test_sweep_command_rejects_bad_input(tmp_path: Path) -> None:
     assert "not allowed with" in both.stderr
 
 
+def test_commands_that_run_once_check_the_sweep_table_and_say_they_run_it_once(
+    tmp_path: Path,
+) -> None:
+    # A bad grid value is bad input for `run`, `compare` and `emulate` too, as for `validate`.
+    one = '\n[[flow]]\nname = "one"\npath = ["bottleneck"]\n'
+    bad = write_scenario(tmp_path, SMALL + one + '\n[sweep.grid]\n"link[0].rate" = ["-1Mbps"]\n')
+    for command in (["run"], ["compare", "--flow", "one"], ["emulate"]):
+        proc = run_cli(*command, bad, "--out", tmp_path / "out", cwd=tmp_path)
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert 'sweep.grid."link[0].rate" = "-1Mbps"' in proc.stderr, command
+        assert "Traceback" not in proc.stderr
+        assert not (tmp_path / "out").exists()
+    # A good one is noted: the command runs the scenario as written, once.
+    good = write_scenario(tmp_path, SWEEP, "good.toml")
+    proc = run_cli("run", good, "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "[sweep] table (4 points x 3 seeds); run runs the scenario as written" in proc.stderr
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["seed"] == pathweave.load(good).seed
+    quiet = run_cli("run", good, "--out", tmp_path / "out", "--quiet")
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+
+
 def test_validate_checks_every_point(sweep_scenario: Path) -> None:
     proc = run_cli("validate", sweep_scenario)
     assert proc.returncode == 0, proc.stderr

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import signal
@@ -415,6 +416,32 @@ def _load(path: Path) -> Scenario | None:
         return None
 
 
+def _load_one(args: argparse.Namespace, command: str) -> Scenario | None:
+    """The scenario of ``args.file`` for a command that runs it once, or None after reporting
+    why not. A ``[sweep]`` table is checked as ``validate`` checks it, and noted: the command
+    runs the scenario as written, not the sweep."""
+    scenario = _load(args.file)
+    if scenario is None or not _sweep_ok(args, command):
+        return None
+    return scenario
+
+
+def _sweep_ok(args: argparse.Namespace, command: str) -> bool:
+    """False after reporting a bad ``[sweep]`` table in ``args.file``; notes a good one."""
+    if not _has_sweep(args.file):
+        return True
+    plan = _load_plan(args.file)
+    if plan is None:
+        return False
+    if not args.quiet:
+        _error(
+            f"note: {args.file} has a [sweep] table ({len(plan.points)} points x "
+            f"{len(plan.seeds)} seeds); {command} runs the scenario as written, "
+            f"`pathweave sweep {args.file}` runs the sweep"
+        )
+    return True
+
+
 def _validate(args: argparse.Namespace) -> int:
     if _has_sweep(args.file):
         # Every point of the sweep is checked, so a bad grid value is found before a run.
@@ -443,7 +470,7 @@ def _default_out(name: str) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = _load(args.file)
+    scenario = _load_one(args, "run")
     if scenario is None:
         return EXIT_BAD_INPUT
     out: Path = args.out if args.out is not None else _default_out(scenario.name)
@@ -483,6 +510,8 @@ def _compare(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except (ValueError, OSError) as e:
         _error(f"compare: {e}")
+        return EXIT_BAD_INPUT
+    if not _sweep_ok(args, "compare"):
         return EXIT_BAD_INPUT
     if args.out is not None:
         try:
@@ -609,7 +638,7 @@ def _emulate(args: argparse.Namespace) -> int:
     if args.file is None:
         _error("emulate: give a scenario FILE (or --cleanup)")
         return EXIT_BAD_INPUT
-    scenario = _load(args.file)
+    scenario = _load_one(args, "emulate")
     if scenario is None:
         return EXIT_BAD_INPUT
     out: Path = args.out if args.out is not None else _default_out(scenario.name + "-emulate")
@@ -1138,4 +1167,10 @@ def _interrupted(cache: Path, plan: Plan) -> None:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "unnamed"
+    """``name`` as one path component. A name that had to change gets a short hash of itself,
+    so that two names changed alike ("my run", "my:run", "my_run") do not share a default
+    results directory and replace each other's results."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "unnamed"
+    if safe == name:
+        return safe
+    return f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
