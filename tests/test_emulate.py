@@ -775,6 +775,33 @@ def test_an_interrupted_run_removes_everything(tmp_path: Path, sig: signal.Signa
 
 
 @realtime
+def test_a_stop_during_setup_ends_it_there(tmp_path: Path) -> None:
+    # 64 flows take seconds to set up (two namespaces each); a SIGTERM as the first namespaces
+    # appear must not wait for all 128 to be made and configured.
+    flow = '[[flow]]\nname = "tcp{i}"\ncount = 64\nalgorithm = "reno"\npath = ["l"]'
+    path = _scenario(tmp_path, _one_link(10, flow, duration="30s"))
+    proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
+    try:
+        deadline = time.monotonic() + 30
+        while not leftovers(proc.pid):
+            assert time.monotonic() < deadline, "the emulation did not start"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        most = 0
+        while proc.poll() is None:
+            most = max(most, len(leftovers(proc.pid)))
+            time.sleep(0.02)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        code = proc.wait(timeout=30)
+    assert code == 130
+    assert most < 128, "setup went on to make all 128 namespaces after the stop"
+    assert leftovers(proc.pid) == []
+    assert not (tmp_path / "out").exists()
+
+
+@realtime
 def test_both_ends_run_the_tcp_the_simulator_models(tmp_path: Path) -> None:
     """While a run is on, each of its namespaces holds the settings docs/emulation.md lists:
     20-byte headers (no timestamps), classic loss recovery (no RACK, tail loss probes or

@@ -174,6 +174,7 @@ pub fn emulate(
     // Namespaces, addresses and devices.
     let mut beds = Vec::with_capacity(scenario.flows.len());
     for (i, (f, client)) in scenario.flows.iter().zip(addrs).enumerate() {
+        check_stop(stop)?;
         let sender_ns = lab.add(&format!("{i}s"))?;
         let receiver_ns = lab.add(&format!("{i}r"))?;
         let n = f.subflows.len();
@@ -238,6 +239,7 @@ pub fn emulate(
     let mut listeners = Vec::with_capacity(beds.len());
     let mut endpoint_changes = Vec::new();
     for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
+        check_stop(stop)?;
         let (mtu, iw, min_rto, quickack, sack) = match &f.kind {
             FlowKind::Tcp { cfg, .. } => (
                 cfg.mss + cfg.header,
@@ -570,6 +572,16 @@ pub fn emulate(
     report.weight_updates = controllers.weight_updates;
     report.controller_counters = controllers.counters();
     Ok(crate::Outcome { results, report })
+}
+
+/// `Interrupted` once `stop` is set. Setup checks it before each flow's namespaces, so a stop
+/// during a large run's setup takes effect within one flow's setup (what was made is removed
+/// as on any setup error), not after all of them.
+fn check_stop(stop: &AtomicBool) -> Result<(), EmuError> {
+    if stop.load(Ordering::Relaxed) {
+        return Err(EmuError::Interrupted);
+    }
+    Ok(())
 }
 
 /// Why a run ended when its link thread stopped `at_ns` into it, before the scenario's end:
