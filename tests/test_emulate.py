@@ -849,6 +849,48 @@ def test_a_killed_run_is_cleaned_up_by_cleanup(tmp_path: Path) -> None:
 
 
 @realtime
+def test_cleanup_tells_a_running_emulation_from_a_reused_process_id(tmp_path: Path) -> None:
+    """A namespace named after a process that started before it is a running emulation's and
+    is kept; one named after a process that started after it was made is a dead run's whose
+    process id was given again, and goes."""
+    running = f"pwemu-{os.getpid():x}-zz-0s"  # this test process started long before
+    pid_file = Path("/proc/sys/kernel/ns_last_pid")
+    later: subprocess.Popen[bytes] | None = None
+    reused = None
+    try:
+        subprocess.run(["ip", "netns", "add", running], check=True)
+        # The process id the next process will get, if nothing else takes it first.
+        for _ in range(20):
+            want = int(pid_file.read_text()) + 1000
+            reused = f"pwemu-{want:x}-zz-0s"
+            subprocess.run(["ip", "netns", "add", reused], check=True)
+            time.sleep(3.5)  # beyond the two seconds allowed for the start time's rounding
+            pid_file.write_text(str(want - 1))
+            later = subprocess.Popen(["sleep", "60"])
+            if later.pid == want:
+                break
+            later.kill()
+            later.wait()
+            subprocess.run(["ip", "netns", "delete", reused], check=True)
+            later = reused = None
+        assert later is not None and reused is not None, "could not place a process id"
+        out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert reused in out.stdout
+        assert running not in out.stdout
+        assert "kept 1 namespace(s) of running emulations" in out.stdout
+        assert leftovers(later.pid) == []
+        assert leftovers(os.getpid()) == [running]
+    finally:
+        if later is not None:
+            later.kill()
+            later.wait()
+        for ns in (running, reused):
+            if ns is not None:
+                subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+@realtime
 def test_a_namespace_that_cannot_be_deleted_is_reported(tmp_path: Path) -> None:
     """An `ip` that fails every `netns delete`: the run still writes its results, but warns
     on stderr naming each namespace left and `--cleanup`, and run.json lists them in

@@ -630,10 +630,14 @@ def _emulate(args: argparse.Namespace) -> int:
         try:
             removed = emu.cleanup()
         except PathweaveError as e:
-            _error(f"emulate --cleanup: {e}")
+            root = "" if os.geteuid() == 0 else " (deleting network namespaces needs root)"
+            _error(f"emulate --cleanup: {e}{root}")
             return EXIT_FAILURE
         if not args.quiet:
             print(f"removed {len(removed)} namespace(s)" + "".join(f"\n  {n}" for n in removed))
+            kept = emu.leftovers()  # those of emulations still running
+            if kept:
+                print(f"kept {len(kept)} namespace(s) of running emulations")
         return 0
     if args.file is None:
         _error("emulate: give a scenario FILE (or --cleanup)")

@@ -4,11 +4,13 @@
 //! (returned by `remove`, a warning on stderr from the drop), not ignored. A run killed outright leaves its namespaces behind; [`cleanup_leftovers`]
 //! removes every namespace with the prefix. TUN devices need no cleanup: they are created
 //! inside the namespaces, without persistence, and vanish when the process's descriptors close.
-//! The run id starts with the process id, so the clean-up leaves running emulations alone.
+//! The run id starts with the process id, so the clean-up leaves running emulations alone;
+//! a process that started after the namespace was made has only been given a dead run's id.
 
 use crate::EmuError;
 use std::io::Write;
 use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Every namespace the emulator makes starts with this.
 pub const PREFIX: &str = "pwemu-";
@@ -146,8 +148,43 @@ pub fn owner(name: &str) -> Option<u32> {
     u32::from_str_radix(rest.split('-').next()?, 16).ok()
 }
 
-fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
+/// Whether the emulation that made namespace `name` still runs: its process exists and
+/// started before the namespace was made. A process that started later has only been given
+/// the dead one's process id.
+fn still_running(name: &str, pid: u32) -> bool {
+    let Some(started) = process_start(pid) else {
+        return false; // gone (or unreadable, which the kernel gives only for a gone process)
+    };
+    match std::fs::metadata(netns_path(name)).and_then(|m| m.modified()) {
+        Ok(made) => !made_before(made, started),
+        Err(_) => true, // cannot tell: keep it, as a running emulation's
+    }
+}
+
+/// Whether a namespace made at `made` predates a process started at `started`, by more
+/// than the two seconds the start time's whole-second boot time can be off.
+fn made_before(made: SystemTime, started: SystemTime) -> bool {
+    made + Duration::from_secs(2) < started
+}
+
+/// When process `pid` started, from `/proc/<pid>/stat` (clock ticks since boot) and the boot
+/// time in `/proc/stat`; None if the process does not exist.
+fn process_start(pid: u32) -> Option<SystemTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses): the state is
+    // field 3 of proc(5), the start time field 22.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let boot: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    Some(
+        UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_nanos(ticks * (1_000_000_000 / hz)),
+    )
 }
 
 /// Namespaces of emulations, running or left behind, optionally only those of process `pid`.
@@ -170,19 +207,25 @@ pub fn leftovers(pid: Option<u32>) -> Vec<String> {
 pub fn cleanup_leftovers() -> Result<Vec<String>, EmuError> {
     let names: Vec<String> = leftovers(None)
         .into_iter()
-        .filter(|n| owner(n).is_none_or(|p| !alive(p)))
+        .filter(|n| owner(n).is_none_or(|p| !still_running(n, p)))
         .collect();
     let mut failed = Vec::new();
     for n in &names {
         if let Err(e) = ip(&["netns", "delete", n], None) {
-            failed.push(format!("{n}: {e}"));
+            // `ip`'s own message names the namespace and the reason.
+            failed.push(match e {
+                EmuError::Setup(m) => m,
+                other => other.to_string(),
+            });
         }
     }
     if failed.is_empty() {
         Ok(names)
     } else {
-        Err(EmuError::Setup(format!(
-            "could not delete: {}",
+        Err(EmuError::Failed(format!(
+            "could not delete {} of {} namespace(s) left behind: {}",
+            failed.len(),
+            names.len(),
             failed.join("; ")
         )))
     }
@@ -191,6 +234,28 @@ pub fn cleanup_leftovers() -> Result<Vec<String>, EmuError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_process_started_before_now_and_after_boot() {
+        let started = process_start(std::process::id()).expect("our own start time");
+        let now = SystemTime::now();
+        assert!(
+            started <= now + Duration::from_secs(2),
+            "{started:?} after {now:?}"
+        );
+        // The test process started within the last hour, not at the epoch or at boot.
+        assert!(now.duration_since(started).unwrap_or_default() < Duration::from_secs(3600));
+        assert!(process_start(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn a_namespace_older_than_its_process_belongs_to_a_dead_run() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert!(made_before(t, t + Duration::from_secs(60)));
+        // Within the boot time's rounding: taken as the run that made it.
+        assert!(!made_before(t, t + Duration::from_secs(1)));
+        assert!(!made_before(t + Duration::from_secs(5), t));
+    }
 
     #[test]
     fn the_owner_is_read_from_the_name() {
