@@ -236,6 +236,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // the wall clock is what the start time is read against
     fn this_process_started_before_now_and_after_boot() {
         let started = process_start(std::process::id()).expect("our own start time");
         let now = SystemTime::now();
