@@ -873,7 +873,8 @@ def test_cleanup_tells_a_running_emulation_from_a_reused_process_id(tmp_path: Pa
             later.wait()
             subprocess.run(["ip", "netns", "delete", reused], check=True)
             later = reused = None
-        assert later is not None and reused is not None, "could not place a process id"
+        assert later is not None, "could not place a process id"
+        assert reused is not None
         out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert reused in out.stdout
