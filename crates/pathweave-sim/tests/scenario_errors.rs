@@ -473,6 +473,22 @@ fn out_of_range_quantities_are_refused_after_the_unit_not_clamped() {
         (PATH, format!("{PATH}\nheader = \"0xyz\""), vec!["flow[0].header", "unknown unit 'xyz'"]),
         (PATH, format!("{PATH}\nheader = \"0pkt\""), vec!["flow[0].header", "unknown unit 'pkt'"]),
         (PATH, format!("{PATH}\nheader = \"0s\""), vec!["flow[0].header", "unknown unit 's'"]),
+        // Fields with forms besides a quantity name them when given neither.
+        (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\nqueue = { type = \"droptail\", limit = \"40pkts\" }".into(),
+            vec!["link[0].queue.limit", "unknown unit 'pkts' (allowed: pkt, B, KB"],
+        ),
+        (
+            PATH,
+            format!("{PATH}\ndelayed_ack = \"yes\""),
+            vec!["flow[0].delayed_ack", "unknown unit 'yes'", "ms", "or true", "or false"],
+        ),
+        (
+            PATH,
+            format!("{PATH}\nreceive_buffer = \"big\""),
+            vec!["flow[0].receive_buffer", "unknown unit 'big'", "or false (unlimited)"],
+        ),
         (
             "delay = \"10ms\"",
             "delay = \"10ms\"\nqueue = { type = \"red\", max_th = inf }".into(),

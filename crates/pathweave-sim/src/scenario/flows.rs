@@ -1,7 +1,7 @@
 //! `[[flow]]`: TCP settings, traffic, start and stop times, and the paths of its subflows.
 
 use super::control::CONTROL_PARAMS;
-use super::values::{join, type_name};
+use super::values::{join, or_also, type_name};
 use super::{
     ControlSpec, Hop, LinkSpec, Reader, MAX_HEADER_BYTES, MAX_MIN_RTO, MIN_CBR_INTERVAL, R,
 };
@@ -243,14 +243,22 @@ impl Reader<'_> {
             s.delayed_ack = match v {
                 Value::Boolean(false) => None,
                 Value::Boolean(true) => Some(Duration::from_millis(100)),
-                _ => Some(self.positive_time(&f, v)?),
+                _ => Some(self.positive_time(&f, v).map_err(|e| {
+                    or_also(
+                        e,
+                        "true (acknowledge every second packet, 100 ms timer) or false",
+                    )
+                })?),
             };
         }
         if let Some(v) = t.get("receive_buffer") {
             let f = join(path, "receive_buffer");
             s.receive_buffer = match v {
                 Value::Boolean(false) => None,
-                _ => Some(self.size(&f, v)?),
+                _ => Some(
+                    self.size(&f, v)
+                        .map_err(|e| or_also(e, "false (unlimited)"))?,
+                ),
             };
         }
         if let Some(v) = t.get("scheduler") {

@@ -3,7 +3,7 @@
 use super::values::join;
 use super::{Reader, MAX_SIZE_BYTES, R};
 use crate::link::{LinkDirSpec, LossModel, QueueSpec};
-use crate::quantity::{eval, SIZE_UNITS};
+use crate::quantity::{clip, eval, split_unit, SIZE_UNITS};
 use crate::red::RedParams;
 use pathweave_cc::{Bandwidth, Duration, Instant};
 use toml::{Table, Value};
@@ -232,12 +232,24 @@ impl Reader<'_> {
                 return Ok(crate::link::Limit::Packets(x as u32));
             }
         }
-        let b = self.quantity(
-            field,
-            v,
-            SIZE_UNITS,
-            "a buffer size such as \"100pkt\" or \"150KB\"",
-        )?;
+        const WHAT: &str = "a buffer size such as \"100pkt\" or \"150KB\"";
+        if let Value::String(s) = v {
+            // Packets are a unit here too, so an unknown unit's list names them.
+            let (_, unit) = split_unit(s);
+            if !unit.is_empty() && !SIZE_UNITS.iter().any(|(u, _)| *u == unit) {
+                let sizes: Vec<&str> = SIZE_UNITS.iter().map(|(u, _)| *u).collect();
+                return Err(self.invalid(
+                    field,
+                    v,
+                    format!(
+                        "unknown unit '{}' (allowed: pkt, {}); expected {WHAT}",
+                        clip(unit),
+                        sizes.join(", ")
+                    ),
+                ));
+            }
+        }
+        let b = self.quantity(field, v, SIZE_UNITS, WHAT)?;
         if b < 1.0 {
             return Err(self.invalid(field, v, "a buffer must hold at least 1B"));
         }

@@ -17,6 +17,25 @@ fn show(v: &Value) -> String {
     }
 }
 
+/// `e` with the other forms the field takes (`alternatives`) added to what it allows: a
+/// field that holds a quantity or a boolean says so when neither was given.
+pub(super) fn or_also(e: ScenarioError, alternatives: &str) -> ScenarioError {
+    match e {
+        ScenarioError::Invalid {
+            file,
+            field,
+            value,
+            message,
+        } => ScenarioError::Invalid {
+            file,
+            field,
+            value,
+            message: format!("{message}; or {alternatives}"),
+        },
+        other => other,
+    }
+}
+
 pub(super) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::String(_) => "a string",
