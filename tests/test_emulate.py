@@ -30,7 +30,6 @@ import tomli_w
 
 import pathweave
 from pathweave import _core
-from pathweave import emulate as emulate_module
 from pathweave.emulate import EmulatedResult, check, emulate, leftovers
 from pathweave.replicas import replicate
 
@@ -1100,14 +1099,16 @@ def test_settings_the_kernel_cannot_run_are_refused(
 def test_an_arithmetic_the_kernel_lacks_is_refused_as_written(
     tmp_path: Path, algorithm: str, key: str, value: str, runs: str
 ) -> None:
-    """Written out, what an unset key does in the simulator but the kernel cannot (the parsed
-    scenario cannot tell them apart: unset, the kernel runs its own arithmetic)."""
+    """Written out, what an unset key does in the simulator but the kernel cannot (unset, the
+    kernel runs its own arithmetic). Scenarios parsed from text, as `compare` makes its
+    variants, are checked as files are."""
     text = _two_paths("5s", b='rate = "10Mbps"\ndelay = "10ms"').replace(
         'algorithm = "uncoupled"', f'algorithm = "{algorithm}"\n{key} = "{value}"'
     )
     path = _scenario(tmp_path, text)
-    with pytest.raises(_core.EmulationRefused, match=f'flow mp: {key} = "{value}" cannot be'):
-        check(pathweave.load(path))
+    for scenario in (pathweave.load(path), pathweave.parse(text, "variant")):
+        with pytest.raises(_core.EmulationRefused, match=f'flow mp: {key} = "{value}" cannot be'):
+            check(scenario)
     out = subprocess.run(
         _cli("emulate", str(path), "--out", str(tmp_path / "o")), capture_output=True, text=True
     )
@@ -1115,9 +1116,14 @@ def test_an_arithmetic_the_kernel_lacks_is_refused_as_written(
     assert f'{key} = "{value}" cannot be emulated' in out.stderr
     assert f"the emulator runs {key} = {runs}" in out.stderr
     assert not (tmp_path / "o").exists()
-    # Unset, the same flow passes this check (the kernel runs its own arithmetic).
-    unset = _scenario(tmp_path, text.replace(f'{key} = "{value}"', ""), "unset.toml")
-    emulate_module._check_written(pathweave.load(unset))
+    # Unset, the same flow passes this check (the kernel runs its own arithmetic); a build
+    # without the BPF controllers refuses the algorithm itself, for another reason.
+    refusal = ""
+    try:
+        check(pathweave.parse(text.replace(f'{key} = "{value}"', ""), "unset"))
+    except _core.EmulationRefused as e:
+        refusal = str(e)
+    assert f"{key} = " not in refusal
 
 
 def test_the_repository_scenarios_pass_the_emulators_check() -> None:

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import os
 import time
-import tomllib
-from pathlib import Path
 from typing import Any
 
 from pathweave import _core
-from pathweave._core import PathweaveError, Scenario
-from pathweave.api import Format, Result, load, read_scenario_text
+from pathweave._core import Scenario
+from pathweave.api import Format, Result, load
 
 __all__ = ["EmulatedResult", "check", "cleanup", "emulate", "leftovers"]
 
@@ -77,7 +75,6 @@ def emulate(
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
-    _check_written(scenario)
     start = time.perf_counter()
     raw, report = _core.emulate(scenario, seed, max_load_bps, reno_congestion)
     wall = time.perf_counter() - start
@@ -104,48 +101,7 @@ def check(
     """Raise ``EmulationRefused`` if ``scenario`` cannot be emulated (too large, an algorithm
     the kernel lacks, a TCP setting the kernel cannot run as written, a ``reno_congestion``
     the kernel has not registered); checks the scenario only, not the machine."""
-    _check_written(scenario)
     _core.emulate_check(scenario, max_load_bps, reno_congestion)
-
-
-# What pathweave's BPF controllers cannot run, by algorithm: key, the value written, and what
-# they run instead. They have only Linux's arithmetic, under which LIA, OLIA and Balia count
-# per ACK event, and fully coupled control's increase counts the packets each ACK covers.
-_NOT_IN_THE_KERNEL: dict[str, list[tuple[str, str, str]]] = {
-    **{
-        a: [
-            ("arithmetic", "spec", '"linux" (or arithmetic unset)'),
-            ("counting", "per-packet", '"per-ack-event" (or counting unset)'),
-        ]
-        for a in ("lia", "olia", "balia")
-    },
-    "fully-coupled": [("counting", "per-ack-event", '"per-packet" (or counting unset)')],
-}
-
-
-def _check_written(scenario: Scenario) -> None:
-    """Raise ``EmulationRefused`` for a coupled flow whose scenario file asks, in so many
-    words, for an arithmetic or a counting the kernel's controllers lack. The parsed scenario
-    cannot tell ``arithmetic = "spec"`` from an unset arithmetic (which the kernel runs as
-    ``linux``), so the file's own text is read, where the scenario came from one."""
-    path = Path(scenario.source)
-    if not path.is_file():
-        return
-    try:
-        doc = tomllib.loads(read_scenario_text(path))
-    except (OSError, PathweaveError, tomllib.TOMLDecodeError):
-        return
-    flows = doc.get("flow", [])
-    for f in flows if isinstance(flows, list) else []:
-        if not isinstance(f, dict):
-            continue
-        for key, bad, runs in _NOT_IN_THE_KERNEL.get(str(f.get("algorithm")), []):
-            if f.get(key) == bad:
-                raise _core.EmulationRefused(
-                    f'{scenario.source}: flow {f.get("name")}: {key} = "{bad}" cannot be '
-                    f"emulated: pathweave's BPF controllers have only Linux's arithmetic and "
-                    f"its counting; the emulator runs {key} = {runs}"
-                )
 
 
 def cleanup() -> list[str]:

@@ -237,7 +237,7 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
                          MPTCP connection's initial subflow lives as long as the connection"
                     )));
                 }
-                if let Some(why) = unrepresentable_setting(f, cfg, &control.config) {
+                if let Some(why) = unrepresentable_setting(f, cfg, control) {
                     return Err(EmuError::Refused(format!("{src}: flow {name}: {why}")));
                 }
                 let mtu = cfg.mss + cfg.header;
@@ -274,7 +274,7 @@ pub const KERNEL_HEADER_BYTES: u32 = 40;
 fn unrepresentable_setting(
     f: &pathweave_sim::scenario::FlowSpec,
     cfg: &pathweave_sim::scenario::TcpSettings,
-    control: &pathweave_sim::scenario::Control,
+    spec: &pathweave_sim::scenario::ControlSpec,
 ) -> Option<String> {
     use pathweave_cc::cc::multipath::{Arithmetic, Counting, MultipathConfig};
     use pathweave_sim::scenario::{Control, MPTCP_DSS_ACK_BYTES, MPTCP_DSS_DATA_BYTES};
@@ -341,8 +341,46 @@ fn unrepresentable_setting(
         ));
     }
     // The coupled controllers have the Linux arithmetic, and LIA, OLIA and Balia count per
-    // ACK event as it does; an unset arithmetic runs it (run.json's kernel_arithmetic).
-    let modes = match control {
+    // ACK event as it does; an unset arithmetic runs it (run.json's kernel_arithmetic), one
+    // written out that the kernel lacks is refused. Fully coupled control's kernel increase
+    // counts the packets each ACK covers.
+    let (refused_arithmetic, refused_counting, runs_arithmetic, runs_counting) =
+        match spec.name.as_str() {
+            "lia" | "olia" | "balia" => (
+                Some(Arithmetic::Spec),
+                Some(Counting::PerPacket),
+                "\"linux\"",
+                "\"per-ack-event\"",
+            ),
+            "fully-coupled" => (None, Some(Counting::PerAckEvent), "", "\"per-packet\""),
+            _ => (None, None, "", ""),
+        };
+    let written = [
+        (
+            "arithmetic",
+            spec.written_arithmetic
+                .filter(|a| Some(*a) == refused_arithmetic)
+                .map(|a| a.to_string()),
+            runs_arithmetic,
+        ),
+        (
+            "counting",
+            spec.written_counting
+                .filter(|k| Some(*k) == refused_counting)
+                .map(|k| k.to_string()),
+            runs_counting,
+        ),
+    ];
+    for (key, value, runs) in written {
+        if let Some(value) = value {
+            return Some(format!(
+                "{key} = \"{value}\" cannot be emulated: pathweave's BPF controllers have only \
+                 Linux's arithmetic and its counting; the emulator runs {key} = {runs} (or \
+                 {key} unset)"
+            ));
+        }
+    }
+    let modes = match &spec.config {
         Control::Multipath(MultipathConfig::Lia(c)) => {
             Some((c.arithmetic_mode(), c.counting_mode()))
         }

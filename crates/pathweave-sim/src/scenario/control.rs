@@ -21,6 +21,12 @@ pub struct ControlSpec {
     pub name: String,
     /// The controller's configuration, validated.
     pub config: Control,
+    /// `arithmetic` as written, None where the key is absent (the configuration holds the
+    /// default then): the emulator refuses an arithmetic written out that the kernel lacks,
+    /// and runs the kernel's own where none is written.
+    pub written_arithmetic: Option<Arithmetic>,
+    /// `counting` as written, None where the key is absent.
+    pub written_counting: Option<Counting>,
 }
 
 /// A controller configuration: a multipath algorithm of `pathweave-cc`, or a single-path base
@@ -213,12 +219,15 @@ impl Reader<'_> {
                 Control::Multipath(self.control_params(t, path, mc)?)
             }
         };
+        let mut written_arithmetic = None;
+        let mut written_counting = None;
         if let Some(v) = t.get("arithmetic") {
             let f = join(path, "arithmetic");
             let a: Arithmetic = self
                 .string(&f, v)?
                 .parse()
                 .map_err(|_| self.invalid(&f, v, "allowed: \"spec\", \"linux\""))?;
+            written_arithmetic = Some(a);
             config = match config {
                 Control::Multipath(c) => Control::Multipath(
                     c.with_arithmetic(a)
@@ -235,6 +244,7 @@ impl Reader<'_> {
                 .string(&f, v)?
                 .parse()
                 .map_err(|_| self.invalid(&f, v, "allowed: \"per-packet\", \"per-ack-event\""))?;
+            written_counting = Some(k);
             config = match config {
                 Control::Multipath(c) => Control::Multipath(
                     c.with_counting(k)
@@ -264,7 +274,12 @@ impl Reader<'_> {
                 .unwrap_or(Value::String(name.clone()));
             return Err(self.invalid(&field, &v, e.to_string()));
         }
-        Ok(ControlSpec { name, config })
+        Ok(ControlSpec {
+            name,
+            config,
+            written_arithmetic,
+            written_counting,
+        })
     }
 
     /// The key a controller's configuration error is about, with its value as written: the
