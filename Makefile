@@ -17,8 +17,8 @@ RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 KERNEL_APT := clang bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 KERNEL_BPF_OK = command -v clang >/dev/null 2>&1 && { command -v bpftool >/dev/null 2>&1 || test -x /usr/sbin/bpftool; } && test -f /usr/include/bpf/bpf_helpers.h && test -f /usr/include/libelf.h && test -f /usr/include/zlib.h && command -v pkg-config >/dev/null 2>&1 && test -e /sys/kernel/btf/vmlinux
 KERNEL_FEATURES = $$( { $(KERNEL_BPF_OK); } || echo --no-default-features )
-# The extension's emulator loads the BPF controllers itself where they build.
-PY_FEATURES = $$( { $(KERNEL_BPF_OK); } && echo --features kernel )
+# The emulator (and the extension holding it) loads the BPF controllers itself where they build.
+EMU_FEATURES = $$( { $(KERNEL_BPF_OK); } && echo --features kernel )
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ $(BIN)/python:
 # (after kernel-deps, which decides whether the emulator gets the BPF controllers).
 $(STAMP): $(BIN)/python $(RUST_SOURCES) $(shell find crates/pathweave-kernel/src/bpf -type f) | kernel-deps
 	$(BIN)/pip install --quiet 'maturin>=1.7,<2'
-	$(BIN)/maturin develop --release --quiet -E test $(PY_FEATURES)
+	$(BIN)/maturin develop --release --quiet -E test $(EMU_FEATURES)
 	touch $(STAMP)
 
 setup: $(STAMP) kernel
@@ -53,10 +53,12 @@ demo: setup
 
 test: setup test-rust test-python
 
-# The kernel tests that need root, BTF and MPTCP run where they can and print why elsewhere.
+# The kernel tests that need root, BTF and MPTCP run where they can and print why elsewhere;
+# the emulator's tests run again with the BPF controllers, whose refusal tests skip without.
 test-rust: kernel-deps
 	cargo test --release --workspace --exclude pathweave-py --exclude pathweave-kernel
 	cargo test --release -p pathweave-kernel $(KERNEL_FEATURES)
+	cargo test --release -p pathweave-emu $(EMU_FEATURES)
 
 # PYTEST_ARGS narrows the run, e.g. PYTEST_ARGS='-m "not slow and not emulation"'.
 PYTEST_ARGS ?=
@@ -66,7 +68,7 @@ test-python: setup
 lint: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --exclude pathweave-kernel --all-targets -- -D warnings
-	cargo clippy -p pathweave-emu --all-targets $$( { $(KERNEL_BPF_OK); } && echo --features kernel ) -- -D warnings
+	cargo clippy -p pathweave-emu --all-targets $(EMU_FEATURES) -- -D warnings
 	cargo clippy -p pathweave-kernel --all-targets $(KERNEL_FEATURES) -- -D warnings
 	cargo clippy -p pathweave-kernel --all-targets --no-default-features -- -D warnings
 	$(BIN)/ruff check python tests bench

@@ -276,8 +276,8 @@ fn unrepresentable_setting(
     cfg: &pathweave_sim::scenario::TcpSettings,
     spec: &pathweave_sim::scenario::ControlSpec,
 ) -> Option<String> {
-    use pathweave_cc::cc::multipath::{Arithmetic, Counting, MultipathConfig};
-    use pathweave_sim::scenario::{Control, MPTCP_DSS_ACK_BYTES, MPTCP_DSS_DATA_BYTES};
+    use pathweave_cc::cc::multipath::{Arithmetic, Counting};
+    use pathweave_sim::scenario::{MPTCP_DSS_ACK_BYTES, MPTCP_DSS_DATA_BYTES};
     use pathweave_sim::tcp::{Recovery, SchedulerKind};
     let mptcp = is_multipath(f);
     // A flow that runs as MPTCP with `mptcp_options` holds settings with the option's bytes
@@ -340,67 +340,37 @@ fn unrepresentable_setting(
             rto as f64 / 1e6
         ));
     }
-    // The coupled controllers have the Linux arithmetic, and LIA, OLIA and Balia count per
-    // ACK event as it does; an unset arithmetic runs it (run.json's kernel_arithmetic), one
-    // written out that the kernel lacks is refused. Fully coupled control's kernel increase
-    // counts the packets each ACK covers.
-    let (refused_arithmetic, refused_counting, runs_arithmetic, runs_counting) =
-        match spec.name.as_str() {
-            "lia" | "olia" | "balia" => (
-                Some(Arithmetic::Spec),
-                Some(Counting::PerPacket),
-                "\"linux\"",
-                "\"per-ack-event\"",
-            ),
-            "fully-coupled" => (None, Some(Counting::PerAckEvent), "", "\"per-packet\""),
-            _ => (None, None, "", ""),
-        };
-    let written = [
+    // The coupled controllers have only the Linux arithmetic, under which LIA, OLIA and
+    // Balia count per ACK event, and fully coupled control's increase counts the packets each
+    // ACK covers. Left unset, these run the kernel's (run.json's kernel_arithmetic); written
+    // out as something else, they are refused.
+    let lia_like = matches!(spec.name.as_str(), "lia" | "olia" | "balia");
+    let (key, value, runs) = if lia_like && spec.written_arithmetic == Some(Arithmetic::Spec) {
         (
             "arithmetic",
-            spec.written_arithmetic
-                .filter(|a| Some(*a) == refused_arithmetic)
-                .map(|a| a.to_string()),
-            runs_arithmetic,
-        ),
+            Arithmetic::Spec.name(),
+            Arithmetic::Linux.name(),
+        )
+    } else if lia_like && spec.written_counting == Some(Counting::PerPacket) {
         (
             "counting",
-            spec.written_counting
-                .filter(|k| Some(*k) == refused_counting)
-                .map(|k| k.to_string()),
-            runs_counting,
-        ),
-    ];
-    for (key, value, runs) in written {
-        if let Some(value) = value {
-            return Some(format!(
-                "{key} = \"{value}\" cannot be emulated: pathweave's BPF controllers have only \
-                 Linux's arithmetic and its counting; the emulator runs {key} = {runs} (or \
-                 {key} unset)"
-            ));
-        }
-    }
-    let modes = match &spec.config {
-        Control::Multipath(MultipathConfig::Lia(c)) => {
-            Some((c.arithmetic_mode(), c.counting_mode()))
-        }
-        Control::Multipath(MultipathConfig::Olia(c)) => {
-            Some((c.arithmetic_mode(), c.counting_mode()))
-        }
-        Control::Multipath(MultipathConfig::Balia(c)) => {
-            Some((c.arithmetic_mode(), c.counting_mode()))
-        }
-        _ => None,
+            Counting::PerPacket.name(),
+            Counting::PerAckEvent.name(),
+        )
+    } else if spec.name == "fully-coupled" && spec.written_counting == Some(Counting::PerAckEvent) {
+        (
+            "counting",
+            Counting::PerAckEvent.name(),
+            Counting::PerPacket.name(),
+        )
+    } else {
+        return None;
     };
-    if modes == Some((Arithmetic::Linux, Counting::PerPacket)) {
-        return Some(
-            "counting = \"per-packet\" cannot be emulated: the kernel's controllers count per \
-             ACK event, as Linux's arithmetic does; the emulator runs counting = \
-             \"per-ack-event\" only (the default with arithmetic = \"linux\")"
-                .to_string(),
-        );
-    }
-    None
+    Some(format!(
+        "{key} = \"{value}\" cannot be emulated: pathweave's BPF controllers have only Linux's \
+         arithmetic and its counting; the emulator runs {key} = \"{runs}\" only (or {key} \
+         unset)"
+    ))
 }
 
 /// Check that this machine can emulate: root (CAP_NET_ADMIN), `/dev/net/tun`, iproute2 and,

@@ -153,6 +153,11 @@ pub fn split_unit(s: &str) -> (&str, &str) {
     (t[..cut].trim(), &t[cut..])
 }
 
+/// The error for `unit`, not among the comma-separated `allowed` units.
+pub fn unknown_unit(unit: &str, allowed: &str) -> String {
+    format!("unknown unit '{}' (allowed: {allowed})", clip(unit))
+}
+
 /// Parse a value with one of the given units (`(unit, scale)`); a missing unit is an error.
 pub fn parse_with_units(s: &str, units: &[(&str, f64)]) -> Result<f64, String> {
     let (num, unit) = split_unit(s);
@@ -164,7 +169,7 @@ pub fn parse_with_units(s: &str, units: &[(&str, f64)]) -> Result<f64, String> {
         .iter()
         .find(|(u, _)| *u == unit)
         .map(|(_, k)| *k)
-        .ok_or_else(|| format!("unknown unit '{}' (allowed: {allowed})", clip(unit)))?;
+        .ok_or_else(|| unknown_unit(unit, &allowed))?;
     if num.is_empty() {
         return Err(format!("a number is required before the unit '{unit}'"));
     }

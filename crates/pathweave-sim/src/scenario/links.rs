@@ -3,7 +3,7 @@
 use super::values::join;
 use super::{Reader, MAX_SIZE_BYTES, R};
 use crate::link::{LinkDirSpec, LossModel, QueueSpec};
-use crate::quantity::{clip, eval, split_unit, SIZE_UNITS};
+use crate::quantity::{eval, split_unit, unknown_unit, SIZE_UNITS};
 use crate::red::RedParams;
 use pathweave_cc::{Bandwidth, Duration, Instant};
 use toml::{Table, Value};
@@ -237,16 +237,12 @@ impl Reader<'_> {
             // Packets are a unit here too, so an unknown unit's list names them.
             let (_, unit) = split_unit(s);
             if !unit.is_empty() && !SIZE_UNITS.iter().any(|(u, _)| *u == unit) {
-                let sizes: Vec<&str> = SIZE_UNITS.iter().map(|(u, _)| *u).collect();
-                return Err(self.invalid(
-                    field,
-                    v,
-                    format!(
-                        "unknown unit '{}' (allowed: pkt, {}); expected {WHAT}",
-                        clip(unit),
-                        sizes.join(", ")
-                    ),
-                ));
+                let units: Vec<&str> = ["pkt"]
+                    .into_iter()
+                    .chain(SIZE_UNITS.iter().map(|(u, _)| *u))
+                    .collect();
+                let e = unknown_unit(unit, &units.join(", "));
+                return Err(self.invalid(field, v, format!("{e}; expected {WHAT}")));
             }
         }
         let b = self.quantity(field, v, SIZE_UNITS, WHAT)?;
