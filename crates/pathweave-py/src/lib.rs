@@ -22,6 +22,11 @@ mod toml_doc;
 
 use pyo3::prelude::*;
 
+/// The module's own allocations go through the system allocator, with huge pages behind the
+/// heap of many-flow runs (see `pathweave_sim::hugepages`).
+#[global_allocator]
+static ALLOC: pathweave_sim::hugepages::HugePages = pathweave_sim::hugepages::HugePages;
+
 /// Native core of pathweave (private: use the `pathweave` package).
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -22,6 +22,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+/// The simulator's allocator, as in the Python module (huge pages for many-flow runs).
+#[global_allocator]
+static ALLOC: pathweave_sim::hugepages::HugePages = pathweave_sim::hugepages::HugePages;
+
 /// CSV files the time series are streamed into.
 struct SeriesFiles {
     flows: BufWriter<File>,

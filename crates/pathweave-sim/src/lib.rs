@@ -5,10 +5,13 @@
 //! * [`link`], [`red`], [`tcp`] and [`udp`] are the network elements and endpoints.
 //! * [`event`], [`packet`] and [`net`] are the engine: integer-nanosecond time, at most one
 //!   pending event per component, pooled packets.
+//! * [`hugepages`] is a global allocator that binaries install to back many-flow runs with
+//!   huge pages.
 //!
 //! The same scenario and seed always give the same results, bit for bit.
 
 pub mod event;
+pub mod hugepages;
 pub mod link;
 pub mod net;
 pub mod packet;

@@ -90,6 +90,9 @@ impl Simulation {
     /// [`Scheduler::reference`] to check the fast queue against it.
     pub fn with_scheduler(scenario: &Scenario, seed: Option<u64>, sched: Scheduler) -> Simulation {
         let seed = seed.unwrap_or(scenario.seed);
+        if scenario.flows.len() >= crate::hugepages::MIN_FLOWS {
+            crate::hugepages::enable();
+        }
         let links = topology::build_links(scenario, seed);
         // Routes: for each flow, each subflow's data route then its ACK route.
         let mut routes: Vec<Vec<u32>> = Vec::new();
