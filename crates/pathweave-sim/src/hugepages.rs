@@ -30,6 +30,11 @@
 //! each allocation the allocator advises the heap's new whole 2 MB ranges up to the program
 //! break, which lie ahead of anything written. Large blocks (1 MB or more, which glibc maps
 //! on their own) get their interior advised as they are returned.
+//!
+//! Only the main thread's heap is advised: a simulation run on another thread (a Dask
+//! worker's, say) takes its small blocks from one of glibc's per-thread arenas and keeps
+//! small pages there. The command line and `pathweave sweep`'s worker processes run
+//! simulations on their main threads.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
