@@ -10,6 +10,8 @@
 //! block are advised. Where the kernel has no transparent huge pages it prints why and stops.
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
 use pathweave_sim::hugepages::{self, HugePages};
 use pathweave_sim::{Scenario, Simulation};
 
@@ -42,31 +44,10 @@ fn advised(addr: usize) -> bool {
     vm_flags(addr).iter().any(|f| f == "hg")
 }
 
-/// A dumbbell of `n` flows, each on its own access links.
+/// A dumbbell of `n` flows, each on its own access link (built, never run).
 fn dumbbell(n: usize) -> Scenario {
-    let text = format!(
-        r#"
-name = "many"
-duration = "1s"
-[[link]]
-name = "bottleneck"
-rate = "1Gbps"
-delay = "10ms"
-queue = {{ type = "droptail", limit = "100pkt" }}
-[[link]]
-name = "src{{i}}"
-count = {n}
-rate = "100Mbps"
-delay = "1ms"
-queue = {{ type = "droptail", limit = "100pkt" }}
-[[flow]]
-name = "f{{i}}"
-count = {n}
-algorithm = "reno"
-path = ["src{{i}}", "bottleneck"]
-"#
-    );
-    Scenario::parse(&text, "many.toml", "many").expect("a valid scenario")
+    let queue = r#"{ type = "droptail", limit = "100pkt" }"#;
+    common::scenario(&common::dumbbell(n, "1Gbps", "10ms", queue, "1ms", 60))
 }
 
 fn main() {
