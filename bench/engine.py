@@ -1,9 +1,11 @@
 """Benchmark: the simulator engine's speed and memory on the scenarios of docs/performance.md.
 
-For each scenario it runs the Rust `run` example (the simulator alone, no Python) and prints
-bottleneck packets per wall-clock second, events per bottleneck packet, instructions per
-bottleneck packet (callgrind, when valgrind is installed), and the simulator process's own peak
-RSS (read by the process itself from /proc/self/status, so no parent's memory is counted). A
+It first prints the machine (processor, logical CPUs, caches, transparent huge page mode):
+wall-clock figures compare only on the same machine. For each scenario it runs the Rust `run`
+example (the simulator alone, no Python) and prints bottleneck packets per wall-clock second,
+events per bottleneck packet, instructions per bottleneck packet (callgrind, when valgrind is
+installed), and the simulator process's own peak RSS (read by the process itself from
+/proc/self/status, so no parent's memory is counted). A
 bare event-queue loop (the `queue_loop` example) runs in the same invocation, and each
 scenario's events per second are shown as a fraction of it. Wall-clock figures are the best of
 `--repeat` runs (the 20 s scaled 10,000-flow run is run once).
@@ -48,6 +50,40 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "target" / "release" / "examples" / "run"
 LOOP = ROOT / "target" / "release" / "examples" / "queue_loop"
 SCENARIOS = ROOT / "bench" / "scenarios"
+
+
+def machine(
+    cpuinfo: Path = Path("/proc/cpuinfo"),
+    cpus: Path = Path("/sys/devices/system/cpu"),
+    thp: Path = Path("/sys/kernel/mm/transparent_hugepage/enabled"),
+) -> dict[str, str]:
+    """What the figures were measured on: the processor's model name, the logical CPUs, the
+    first CPU's caches by level (``L1d``, ``L1i``, ``L2``, ``L3``) and the transparent huge
+    page mode, each ``"unknown"`` where the file is missing. Wall-clock figures are only
+    comparable on the same machine: the same build runs the 10,000-flow dumbbells at
+    different ratios to the 8-flow one on an Intel Xeon and an AMD EPYC virtual machine."""
+
+    def read(p: Path) -> str | None:
+        try:
+            return p.read_text()
+        except OSError:
+            return None
+
+    info = read(cpuinfo) or ""
+    models = re.findall(r"(?m)^model name\s*:\s*(.+)$", info)
+    caches = []
+    for index in sorted((cpus / "cpu0" / "cache").glob("index*")):
+        level, kind, size = (read(index / f) for f in ("level", "type", "size"))
+        if level and kind and size:
+            suffix = {"Data": "d", "Instruction": "i"}.get(kind.strip(), "")
+            caches.append(f"L{level.strip()}{suffix} {size.strip()}")
+    mode = re.search(r"\[(\w+)\]", read(thp) or "")
+    return {
+        "cpu": models[0].strip() if models else "unknown",
+        "logical_cpus": str(len(models)) if models else "unknown",
+        "caches": ", ".join(caches) if caches else "unknown",
+        "transparent_huge_pages": mode.group(1) if mode else "unknown",
+    }
 
 
 def build() -> None:
@@ -231,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--repeat and --pairs must be at least 1, got {args.repeat} and {args.pairs}")
 
     build()
+    host = machine()
+    print(
+        f"machine: {host['cpu']}, {host['logical_cpus']} logical CPUs, caches "
+        f"{host['caches']}, transparent huge pages {host['transparent_huge_pages']}"
+    )
     baseline = bare_loop()
     print(f"bare event-queue loop (40 components): {baseline / 1e6:.1f} M events/s")
     header = (
@@ -293,7 +334,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
-            json.dumps({"bare_loop_events_per_s": baseline, "rows": rows, "scale": scale}, indent=2)
+            json.dumps(
+                {
+                    "machine": host,
+                    "bare_loop_events_per_s": baseline,
+                    "rows": rows,
+                    "scale": scale,
+                },
+                indent=2,
+            )
         )
     return 0
 

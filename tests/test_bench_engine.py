@@ -82,3 +82,32 @@ def test_the_command_line_refuses_fewer_than_one_pair(capsys: pytest.CaptureFixt
         engine.main(["--pairs", "0"])
     assert e.value.code == 2
     assert "--repeat and --pairs must be at least 1, got 3 and 0" in capsys.readouterr().err
+
+
+def test_the_machine_is_read_from_the_kernels_files_and_unknown_where_they_are_missing(
+    tmp_path: Path,
+) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nmodel name\t: Example CPU 9000\n\n"
+        "processor\t: 1\nmodel name\t: Example CPU 9000\n"
+    )
+    cpus = tmp_path / "cpu"
+    for i, (level, kind, size) in enumerate(
+        [("1", "Data", "48K"), ("1", "Instruction", "32K"), ("2", "Unified", "2048K")]
+    ):
+        d = cpus / "cpu0" / "cache" / f"index{i}"
+        d.mkdir(parents=True)
+        (d / "level").write_text(level + "\n")
+        (d / "type").write_text(kind + "\n")
+        (d / "size").write_text(size + "\n")
+    thp = tmp_path / "thp"
+    thp.write_text("always [madvise] never\n")
+    assert engine.machine(cpuinfo, cpus, thp) == {
+        "cpu": "Example CPU 9000",
+        "logical_cpus": "2",
+        "caches": "L1d 48K, L1i 32K, L2 2048K",
+        "transparent_huge_pages": "madvise",
+    }
+    missing = tmp_path / "missing"
+    assert set(engine.machine(missing, missing, missing).values()) == {"unknown"}
