@@ -63,7 +63,7 @@ test-rust: kernel-deps
 # PYTEST_ARGS narrows the run, e.g. PYTEST_ARGS='-m "not slow and not emulation"'.
 PYTEST_ARGS ?=
 test-python: setup
-	$(BIN)/pytest --durations=15 $(PYTEST_ARGS)
+	$(BIN)/pytest --durations=15 -rs $(PYTEST_ARGS)
 
 lint: setup
 	cargo fmt --all -- --check

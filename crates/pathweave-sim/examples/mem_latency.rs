@@ -5,11 +5,16 @@
 //! records have left the caches is bound by however early it prefetches. Prints one JSON
 //! line per chain count.
 //!
-//! `cargo run --release -p pathweave-sim --example mem_latency -- [MEGABYTES] [READS]`
-//! (defaults 256 and 4,000,000).
+//! `cargo run --release -p pathweave-sim --example mem_latency -- [--huge] [MEGABYTES] [READS]`
+//! (defaults 256 and 4,000,000). With `--huge` the buffer asks for transparent huge pages, as
+//! the simulator's many-flow runs do (see `pathweave_sim::hugepages`), so that comparing the
+//! two separates the cost of the page walk from that of the miss itself.
 #![allow(clippy::disallowed_methods)] // a benchmark reads the wall clock
 
 use std::io::Write;
+
+#[global_allocator]
+static ALLOC: pathweave_sim::hugepages::HugePages = pathweave_sim::hugepages::HugePages;
 
 /// One cache line: the index of the next line in its chain, and padding.
 #[derive(Clone, Copy)]
@@ -31,12 +36,16 @@ fn arg(args: &[String], i: usize, name: &str, default: u64) -> Result<u64, Strin
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let asked_huge = args.first().is_some_and(|a| a == "--huge");
+    if asked_huge {
+        args.remove(0);
+    }
     let parsed = (|| {
         if args.len() > 2 {
             return Err(format!(
-                "expected at most MEGABYTES and READS, got {} arguments",
-                args.len()
+                "expected [--huge] and at most MEGABYTES and READS, got {:?}",
+                args
             ));
         }
         let megabytes = arg(&args, 0, "MEGABYTES", 256)?;
@@ -52,6 +61,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // Enabled before the buffer is allocated, so that its pages are first touched after the
+    // advice. False where the kernel or the C library cannot give huge pages.
+    let huge = asked_huge && pathweave_sim::hugepages::enable();
+    if asked_huge && !huge {
+        eprintln!("mem_latency: huge pages are not available here; measuring with small pages");
+    }
     let n = (megabytes as usize).saturating_mul(1 << 20) / 64;
     // A random cyclic order of all lines (Fisher–Yates with xorshift), so that each read
     // lands on a line the hardware prefetchers cannot guess.
@@ -89,7 +104,7 @@ fn main() {
         let ns = t0.elapsed().as_secs_f64() * 1e9 / (steps * chains as u64) as f64;
         let checksum: u64 = at.iter().sum();
         let line = format!(
-            "{{\"megabytes\": {megabytes}, \"chains\": {chains}, \"ns_per_read\": {ns:.1}, \"checksum\": {checksum}}}"
+            "{{\"megabytes\": {megabytes}, \"huge_pages\": {huge}, \"chains\": {chains}, \"ns_per_read\": {ns:.1}, \"checksum\": {checksum}}}"
         );
         // A closed pipe (the reader took what it wanted) ends the run quietly.
         if writeln!(std::io::stdout(), "{line}").is_err() {
