@@ -71,20 +71,15 @@ def us_per_packet(stdout: str, binary: str) -> float:
     return wall / packets * 1e6
 
 
-def run_once(binary: str, scenario: Path) -> float:
-    p = subprocess.run([binary, str(scenario), "--json"], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RunError(f"{binary} exited with {p.returncode}: {p.stderr.strip()[-400:]}")
-    return us_per_packet(p.stdout, binary)
-
-
-def _start_pinned(binary: str, scenario: Path, cpu: int) -> subprocess.Popen[str]:
+def _start(binary: str, scenario: Path, cpu: int | None = None) -> subprocess.Popen[str]:
+    """Start one run, pinned to ``cpu`` if given."""
+    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
     return subprocess.Popen(
         [binary, str(scenario), "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+        preexec_fn=pin,
     )
 
 
@@ -93,6 +88,10 @@ def _finish(p: subprocess.Popen[str], binary: str) -> float:
     if p.returncode != 0:
         raise RunError(f"{binary} exited with {p.returncode}: {err.strip()[-400:]}")
     return us_per_packet(out, binary)
+
+
+def run_once(binary: str, scenario: Path) -> float:
+    return _finish(_start(binary, scenario), binary)
 
 
 def side_by_side(
@@ -108,7 +107,7 @@ def side_by_side(
     series = [Series(b) for b in binaries]
     ratios = []
     for r in range(rounds):
-        procs = [_start_pinned(s.binary, scenario, cpus[(k + r) % 2]) for k, s in enumerate(series)]
+        procs = [_start(s.binary, scenario, cpus[(k + r) % 2]) for k, s in enumerate(series)]
         try:
             figures = [_finish(p, s.binary) for p, s in zip(procs, series, strict=True)]
         finally:
