@@ -160,10 +160,13 @@ def decrease_ratios(res: EmulatedResult, flow: int, subflow: int = 0) -> list[fl
 def test_one_tcp_flow_fills_the_link(tmp_path: Path, rate: int) -> None:
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(rate, flow))
-    # A run the emulator could not keep on time is repeated once (see `kept_time`).
-    label = f"one flow at {rate} Mbit/s"
-    done = repeat_while_late(lambda: emulate(path), lambda r: not r.reliable, label, 2)
-    res = kept_time(done, label)
+    # Judged as the dumbbell is (see DISTURBED_P99_MS): a run with a p99 lateness above 0.3 ms
+    # is repeated, and skipped only if the host took the CPU in every run. Within the run's own
+    # bound (a tenth of the 20 ms delay) is not enough here: one CI run at 100 Mbit/s with a
+    # p99 of 1.3 ms and a p999 of 8.7 ms, while the host took 3.4 % of the CPU, carried 69 %
+    # of the link; on a quiet host the p99 is 0.03-0.04 ms.
+    res = _emulate_undisturbed(path, f"one flow at {rate} Mbit/s")
+    assert res.reliable, res.emulation["unreliable_because"]
     # Payload over the link rate: 1460 of every 1500 bytes on the wire carry data, so a full
     # link gives 97.3 % as goodput; 93 % leaves room for sawtooth dips below the full link.
     goodput = _steady_goodput(res, 0, after_s=2.0)
