@@ -343,7 +343,7 @@ def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
 @realtime
 def test_udp_at_120_percent_loses_a_sixth(tmp_path: Path) -> None:
     flow = _cbr("12Mbps")
-    res = emulate(_scenario(tmp_path, _one_link(10, flow, duration="5s")))
+    res = _emulate_undisturbed(_scenario(tmp_path, _one_link(10, flow, duration="5s")), "UDP")
     fwd = res.links[(res.links["name"] == "l") & (res.links["direction"] == "forward")].iloc[0]
     lost = fwd["drops_overflow"] / fwd["arrivals"]
     sent = int(res.flows["packets_sent"][0])
@@ -363,7 +363,7 @@ RED = (
 def test_red_drops_as_the_simulator_does(tmp_path: Path) -> None:
     flow = _cbr("11Mbps")
     path = _scenario(tmp_path, _one_link(10, flow, duration="6s", queue=RED))
-    emu = emulate(path)
+    emu = _emulate_undisturbed(path, "RED")
     sim = pathweave.run(path)
 
     def fwd(r: pathweave.Result) -> tuple[int, int, float]:
@@ -412,7 +412,7 @@ def _two_paths(duration: str, b: str, a_events: str = "", traffic: str = "") -> 
 @realtime
 def test_mptcp_over_two_disjoint_paths_adds_them_up(tmp_path: Path) -> None:
     text = _two_paths("8s", b='rate = "10Mbps"\ndelay = "15ms"')
-    res = emulate(_scenario(tmp_path, text))
+    res = _emulate_undisturbed(_scenario(tmp_path, text), "two paths")
     goodput = _steady_goodput(res, 0, after_s=2.0)
     subs = res.subflows
     print(f"MPTCP aggregate {goodput / 1e6:.2f} Mbit/s; subflows {list(subs['throughput_bps'])}")
@@ -702,7 +702,7 @@ def test_the_dumbbell_emulated_agrees_with_the_simulator_per_flow(dumbbell: Any)
 def test_uncoupled_subflows_take_two_shares_on_linux_as_in_the_simulator(tmp_path: Path) -> None:
     path = _shortened(tmp_path, "headline.toml", 30, mp="uncoupled")
     ratios = []
-    for res in (emulate(path), pathweave.run(path)):
+    for res in (_emulate_undisturbed(path, "headline uncoupled"), pathweave.run(path)):
         g = dict(zip(res.flows["name"], res.flows["goodput_bps"], strict=True))
         ratios.append(g["mp"] / g["reno"])
         # Every data packet the bottleneck dropped is one subflow's, in both engines (the
