@@ -164,7 +164,7 @@ def test_one_tcp_flow_fills_the_link(tmp_path: Path, rate: int) -> None:
     # is repeated, and skipped only if the host took the CPU in every run. Within the run's own
     # bound (a tenth of the 20 ms delay) is not enough here: one CI run at 100 Mbit/s with a
     # p99 of 1.3 ms and a p999 of 8.7 ms, while the host took 3.4 % of the CPU, carried 69 %
-    # of the link; on a quiet host the p99 is 0.03-0.04 ms.
+    # of the link; on a quiet host the p99 is 0.015-0.045 ms.
     res = _emulate_undisturbed(path, f"one flow at {rate} Mbit/s")
     assert res.reliable, res.emulation["unreliable_because"]
     # Payload over the link rate: 1460 of every 1500 bytes on the wire carry data, so a full
