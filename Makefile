@@ -68,12 +68,14 @@ PYTEST_ARGS ?=
 test-python: setup
 	$(BIN)/pytest --durations=15 -rs $(PYTEST_ARGS)
 
+# Clippy on the release profile reuses the build scripts and procedural macros setup built.
+CLIPPY := cargo clippy --release
 lint: setup
 	cargo fmt --all -- --check
-	cargo clippy --release --workspace --exclude pathweave-kernel --all-targets -- -D warnings
-	cargo clippy --release -p pathweave-emu --all-targets $(EMU_FEATURES) -- -D warnings
-	cargo clippy --release -p pathweave-kernel --all-targets $(KERNEL_FEATURES) -- -D warnings
-	cargo clippy --release -p pathweave-kernel --all-targets --no-default-features -- -D warnings
+	$(CLIPPY) --workspace --exclude pathweave-kernel --all-targets -- -D warnings
+	$(CLIPPY) -p pathweave-emu --all-targets $(EMU_FEATURES) -- -D warnings
+	$(CLIPPY) -p pathweave-kernel --all-targets $(KERNEL_FEATURES) -- -D warnings
+	$(CLIPPY) -p pathweave-kernel --all-targets --no-default-features -- -D warnings
 	$(BIN)/ruff check python tests bench
 	$(BIN)/ruff format --check python tests bench
 	$(BIN)/mypy
