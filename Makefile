@@ -63,10 +63,20 @@ test-rust: kernel-deps
 	cargo test $(TEST_PROFILE) -p pathweave-kernel $(KERNEL_FEATURES)
 	cargo test $(TEST_PROFILE) -p pathweave-emu $(EMU_FEATURES)
 
-# PYTEST_ARGS narrows the run, e.g. PYTEST_ARGS='-m "not slow and not emulation"'.
+# Two pytest runs: the tests that do not emulate, spread over PYTEST_JOBS processes (a test
+# file stays in one of them), then the real-time emulation tests alone, so that nothing else
+# competes for the CPUs while they measure. EMULATION=0 leaves the second run out; PYTEST_ARGS
+# narrows both (e.g. PYTEST_ARGS='-k sweep'); a run that selects nothing is not a failure.
 PYTEST_ARGS ?=
+PYTEST_JOBS ?= 2
+EMULATION ?= 1
+PYTEST := $(BIN)/pytest --durations=15 -rs
+NOTHING_SELECTED_OK := rc=$$?; [ $$rc = 0 ] || [ $$rc = 5 ]
 test-python: setup
-	$(BIN)/pytest --durations=15 -rs $(PYTEST_ARGS)
+	$(PYTEST) -n $(PYTEST_JOBS) --dist loadfile -m "not slow and not emulation" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK)
+	@if [ "$(EMULATION)" != 0 ]; then \
+	  $(PYTEST) -m "emulation and not slow" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK); \
+	fi
 
 # Clippy on the release profile reuses the build scripts and procedural macros setup built.
 CLIPPY := cargo clippy --release

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -27,7 +28,10 @@ from pathweave.repro import (
     Relative,
 )
 from pathweave.repro.runner import COMPARISON_COLUMNS
+from pathweave.repro.status import render_status
 from pathweave.sweep import RunRecord, Sweep
+
+REPO = Path(__file__).resolve().parents[1]
 
 TEST_ID = "test-wrong-value"
 
@@ -316,6 +320,13 @@ def test_a_miss_exits_0_and_is_in_the_table_and_report(
     shipped = [e.id for e in repro.experiments()]
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["cache", "cli-test", "report.html", *shipped]
+    )
+    # The status page in the docs is what the shipped experiments' quick results generate.
+    shutil.rmtree(out / "cli-test")
+    committed = (REPO / "docs" / "status.md").read_text(encoding="utf-8")
+    assert render_status(out) == committed, (
+        "docs/status.md is not what the quick reproductions generate: regenerate it with "
+        "python -m pathweave.repro.status (docs/development.md)"
     )
 
 
