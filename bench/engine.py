@@ -26,12 +26,14 @@ table gives the median of the rounds' ratios with their range, beside the median
 of each side.
 
     python bench/engine.py [--no-callgrind] [--quick] [--long] [--repeat N] [--pairs N]
-                           [--json OUT]
+                           [--binary RUN] [--json OUT]
 
 `--quick` leaves out the long and large runs (64 flows for 1000 s, 10,000 flows, 1,000
 multipath connections) and so the scale comparison. `--long` adds the scaled 10,000-flow
 dumbbell for the requirement's full 100 s (about a minute and a half), whose peak RSS is the
-one the 1 GB bound applies to.
+one the 1 GB bound applies to. `--binary` measures a saved copy of the `run` example (an
+earlier build, say) instead of building the current tree's, so that two builds are measured
+by the same method; the bare loop is then still the current tree's.
 """
 
 from __future__ import annotations
@@ -261,12 +263,22 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="rounds of an 8-flow run and a large run for each scale ratio (median kept)",
     )
+    ap.add_argument(
+        "--binary",
+        type=Path,
+        help="measure this copy of the run example instead of the current tree's build",
+    )
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.pairs < 1:
         ap.error(f"--repeat and --pairs must be at least 1, got {args.repeat} and {args.pairs}")
+    if args.binary is not None and not args.binary.is_file():
+        ap.error(f"--binary {args.binary}: no such file (give a copy of the run example)")
 
     build()
+    if args.binary is not None:
+        global RUN
+        RUN = args.binary.resolve()
     host = machine()
     print(
         f"machine: {host['cpu']}, {host['logical_cpus']} logical CPUs, caches "

@@ -20,7 +20,6 @@ use hdrhistogram::Histogram;
 use pathweave_cc::Instant;
 use pathweave_sim::event::{ComponentId, Kind, Scheduler, Timer};
 use pathweave_sim::link::{LinkDir, Offer};
-use pathweave_sim::packet::PacketId;
 use pathweave_sim::results::{LinkSeries, LINK_SERIES_COLUMNS};
 use pathweave_sim::scenario::{Columns, LinkChange};
 use pathweave_sim::topology;
@@ -493,7 +492,7 @@ impl Driver {
         let m = self.pool.meta[id as usize];
         let r = &self.routes[m.route as usize];
         let link = r.hops[m.hop as usize] as usize;
-        if self.links[link].offer(PacketId(id), m.len as u32, 0, now, &mut self.sched)
+        if self.links[link].offer(u64::from(id), m.len as u32, 0, now, &mut self.sched)
             == Offer::Dropped
         {
             self.stats.dropped_queue += 1;
@@ -517,7 +516,8 @@ impl Driver {
                         continue;
                     }
                     while let Some(a) = self.links[i].pop_arrived(t) {
-                        let PacketId(id) = a.pkt;
+                        // The link hands back the buffer index it was offered.
+                        let id = a.word as u32;
                         match a.lost {
                             false => self.hop_done(id, t, epoch)?,
                             true => {

@@ -4,7 +4,7 @@
 //! * [`sim::Simulation`] builds the network and runs it; [`results::Results`] is what it reports.
 //! * [`link`], [`red`], [`tcp`] and [`udp`] are the network elements and endpoints.
 //! * [`event`], [`packet`] and [`net`] are the engine: integer-nanosecond time, at most one
-//!   pending event per component, pooled packets.
+//!   pending event per component, packets carried in their link slots.
 //! * [`hugepages`] is a global allocator that binaries install to back many-flow runs with
 //!   huge pages.
 //!

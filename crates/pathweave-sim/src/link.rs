@@ -21,7 +21,6 @@
 //! size or rate appears.
 
 use crate::event::{ComponentId, Scheduler, Timer};
-use crate::packet::PacketId;
 use crate::prefetch::prefetch;
 use crate::red::{Red, RedParams, Verdict};
 use crate::rng::LazyStream;
@@ -106,24 +105,40 @@ pub struct LinkDirSpec {
 /// from the next packet's start or the link's horizon (see [`LinkDir::last_started_end`]).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    pkt: PacketId,
+    start: Instant,
+    arrive: Instant,
+    /// The caller's eight bytes for the packet, handed back on arrival (the network carries
+    /// a packet's sequence numbers here, or its handle in the packet pool).
+    word: u64,
+    /// Size in bytes, with [`Slot::LOST`] set if it is lost on the wire.
     size: u32,
     /// The caller's tag for the packet (the network's hop position), handed back on arrival.
     hop: u32,
-    start: Instant,
-    arrive: Instant,
-    lost: bool,
 }
 
 impl Slot {
     const EMPTY: Slot = Slot {
-        pkt: PacketId(0),
-        size: 0,
-        hop: 0,
         start: Instant::MAX,
         arrive: Instant::MAX,
-        lost: false,
+        word: 0,
+        size: 0,
+        hop: 0,
     };
+
+    /// The bit of `size` that marks a packet lost on the wire (sizes are below 2³¹ bytes).
+    const LOST: u32 = 1 << 31;
+
+    /// The packet's size in bytes.
+    #[inline(always)]
+    fn bytes(&self) -> u32 {
+        self.size & !Self::LOST
+    }
+
+    /// Lost on the wire.
+    #[inline(always)]
+    fn lost(&self) -> bool {
+        self.size & Self::LOST != 0
+    }
 }
 
 /// Slots above which an emptied ring gives its room back (8 KB); smaller rings keep theirs,
@@ -327,8 +342,8 @@ impl LinkStats {
 /// A packet that reached the far end of a link direction, see [`LinkDir::pop_arrived`].
 #[derive(Clone, Copy, Debug)]
 pub struct Arrived {
-    /// The packet.
-    pub pkt: PacketId,
+    /// The eight bytes it was offered with.
+    pub word: u64,
     /// Its size, as offered.
     pub size: u32,
     /// The tag it was offered with.
@@ -543,7 +558,7 @@ impl LinkDir {
             if s.start > now {
                 break;
             }
-            self.waiting_bytes -= s.size as u64;
+            self.waiting_bytes -= s.bytes() as u64;
             self.started += 1;
         }
     }
@@ -558,7 +573,7 @@ impl LinkDir {
     pub fn stats(&self) -> LinkStats {
         let c = &self.counts;
         let held = self.ring.len() as u64;
-        let held_bytes: u64 = self.ring.iter().map(|s| s.size as u64).sum();
+        let held_bytes: u64 = self.ring.iter().map(|s| s.bytes() as u64).sum();
         let accepted = c.accepted_hi << 32 | self.accepted.packets as u64;
         let accepted_bytes = c.accepted_bytes_hi << 32 | self.accepted.bytes as u64;
         LinkStats {
@@ -600,9 +615,10 @@ impl LinkDir {
         self.ring.len()
     }
 
-    /// Iterate over the packets held by the link.
-    pub fn packets(&self) -> impl Iterator<Item = PacketId> + '_ {
-        self.ring.iter().map(|s| s.pkt)
+    /// Iterate over the packets held by the link, as the eight bytes and the tag each was
+    /// offered with.
+    pub fn packets(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.ring.iter().map(|s| (s.word, s.hop))
     }
 
     /// The current rate.
@@ -610,18 +626,19 @@ impl LinkDir {
         self.cold.rate
     }
 
-    /// Offer a packet of `size` bytes at `now`; `hop` is handed back with it on arrival (the
-    /// network passes the packet's position in its hop table, so that moving a packet on
-    /// does not touch the packet).
+    /// Offer a packet of `size` bytes (below 2³¹) at `now`; `word` and `hop` are handed back
+    /// with it on arrival (the network passes what an endpoint reads of the packet and its
+    /// position in the hop table, so that moving a packet on touches nothing but links).
     #[inline(always)]
     pub fn offer(
         &mut self,
-        pkt: PacketId,
+        word: u64,
         size: u32,
         hop: u32,
         now: Instant,
         sched: &mut Scheduler,
     ) -> Offer {
+        debug_assert!(size < Slot::LOST, "a packet of {size} bytes");
         self.advance(now);
         let verdict = match self.admit {
             Admit::Packets if self.waiting_pkts() >= self.limit => Verdict::Overflow,
@@ -634,7 +651,7 @@ impl LinkDir {
         };
         match verdict {
             Verdict::Enqueue => {
-                self.enqueue(pkt, size, hop, now, sched);
+                self.enqueue(word, size, hop, now, sched);
                 return Offer::Accepted;
             }
             Verdict::EarlyDrop => self.counts.drops_early += 1,
@@ -666,7 +683,7 @@ impl LinkDir {
     /// Admit a packet: draw its wire loss, fix its schedule, and arm the link if it is the
     /// only packet held.
     #[inline(always)]
-    fn enqueue(&mut self, pkt: PacketId, size: u32, hop: u32, now: Instant, sched: &mut Scheduler) {
+    fn enqueue(&mut self, word: u64, size: u32, hop: u32, now: Instant, sched: &mut Scheduler) {
         let lost = self.lossy && self.draw_loss();
         let prev = match self.fifo_check {
             false => Instant::ZERO,
@@ -677,12 +694,11 @@ impl LinkDir {
             self.busy_until = end;
         }
         self.ring.push_back(Slot {
-            pkt,
-            size,
-            hop,
             start,
             arrive,
-            lost,
+            word,
+            size: size | if lost { Slot::LOST } else { 0 },
+            hop,
         });
         if start <= now {
             self.started += 1;
@@ -819,7 +835,7 @@ impl LinkDir {
         let mut free = last_end.map_or(now, |e| e.max(now));
         let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
         for i in started..self.ring.len() {
-            let size = self.ring.at(i).size;
+            let size = self.ring.at(i).bytes();
             let (start, end, arrive) = self.plan(size, free, prev);
             let s = self.ring.at_mut(i);
             s.start = start;
@@ -872,20 +888,21 @@ impl LinkDir {
         let s = self.ring.pop_front();
         // The head has certainly started transmitting by now; if it was still counted as
         // waiting, count it out (later packets are counted out by `advance` when needed).
+        let size = s.bytes();
         if self.started == 0 {
-            self.waiting_bytes -= s.size as u64;
+            self.waiting_bytes -= size as u64;
         } else {
             self.started -= 1;
         }
-        if s.lost {
+        if s.lost() {
             self.counts.drops_wire += 1;
-            self.counts.wire_bytes += s.size as u64;
+            self.counts.wire_bytes += size as u64;
         }
         Some(Arrived {
-            pkt: s.pkt,
-            size: s.size,
+            word: s.word,
+            size,
             hop: s.hop,
-            lost: s.lost,
+            lost: s.lost(),
         })
     }
 
@@ -905,10 +922,10 @@ impl LinkDir {
         self.ring.second_addr()
     }
 
-    /// The head packet and its tag, if any packet is held, for a prefetch hint.
+    /// The head packet's eight bytes and tag, if any packet is held, for a prefetch hint.
     #[inline(always)]
-    pub(crate) fn head_tag(&self) -> Option<(PacketId, u32)> {
-        (self.ring.len != 0).then_some((self.ring.first.pkt, self.ring.first.hop))
+    pub(crate) fn head_tag(&self) -> Option<(u64, u32)> {
+        (self.ring.len != 0).then_some((self.ring.first.word, self.ring.first.hop))
     }
 
     /// After popping, schedule the next head arrival. An emptied ring's buffer starts again
@@ -965,7 +982,7 @@ mod tests {
         let a = l
             .pop_arrived(Instant(t))
             .unwrap_or_else(|| panic!("{pkt} not arrived at {t}"));
-        assert_eq!(a.pkt, PacketId(pkt));
+        assert_eq!(a.word, pkt as u64);
     }
 
     /// A ring that held more than `RING_TRIM_ABOVE` packets gives its room back when it
@@ -976,7 +993,7 @@ mod tests {
         let mut t0 = 0;
         for (n, kept) in [(300u32, false), (200, true)] {
             for k in 0..n {
-                l.offer(PacketId(k), 1000, 0, Instant(t0), &mut s);
+                l.offer(u64::from(k), 1000, 0, Instant(t0), &mut s);
             }
             let room = l.ring.rest.len();
             assert!(room >= n as usize);
@@ -989,7 +1006,7 @@ mod tests {
             let left = if kept { room } else { 0 };
             assert_eq!(l.ring.rest.len(), left, "{n} packets");
             t0 += (n as u64 + 20) * MS;
-            l.offer(PacketId(n), 1000, 0, Instant(t0), &mut s);
+            l.offer(u64::from(n), 1000, 0, Instant(t0), &mut s);
             arrives_at(&mut l, n, t0 + 11 * MS);
             l.rearm(&mut s);
             t0 += 20 * MS;
@@ -1004,8 +1021,8 @@ mod tests {
     fn an_outage_lets_the_packet_on_the_wire_finish() {
         for (back, second_start) in [(MS * 7 / 10, MS), (MS * 3 / 2, MS * 3 / 2)] {
             let (mut l, mut s) = link();
-            l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
-            l.offer(PacketId(1), 1000, 0, Instant(0), &mut s);
+            l.offer(0, 1000, 0, Instant(0), &mut s);
+            l.offer(1, 1000, 0, Instant(0), &mut s);
             l.set_up(false, Instant(MS / 2), &mut s);
             // Planned while down: no start, so the next re-plan needs the recorded end.
             l.set_delay(Duration(10 * MS), Instant(MS * 6 / 10), &mut s);
@@ -1016,26 +1033,26 @@ mod tests {
         // Nothing behind the packet on the wire when the link goes down: one arrives during
         // the outage and waits for the end.
         let (mut l, mut s) = link();
-        l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
+        l.offer(0, 1000, 0, Instant(0), &mut s);
         l.set_up(false, Instant(MS / 2), &mut s);
-        l.offer(PacketId(1), 1000, 0, Instant(MS * 6 / 10), &mut s);
+        l.offer(1, 1000, 0, Instant(MS * 6 / 10), &mut s);
         l.set_up(true, Instant(MS * 7 / 10), &mut s);
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 12 * MS);
         // Nothing behind it during the outage either: the link is back before the end, and
         // a packet offered after that starts at the end.
         let (mut l, mut s) = link();
-        l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
+        l.offer(0, 1000, 0, Instant(0), &mut s);
         l.set_up(false, Instant(MS / 2), &mut s);
         l.set_up(true, Instant(MS * 7 / 10), &mut s);
-        l.offer(PacketId(1), 1000, 0, Instant(MS * 8 / 10), &mut s);
+        l.offer(1, 1000, 0, Instant(MS * 8 / 10), &mut s);
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 12 * MS);
         // A rate change while one packet is on the wire and one waits: the waiting one
         // starts at the first one's end, at the new rate.
         let (mut l, mut s) = link();
-        l.offer(PacketId(0), 1000, 0, Instant(0), &mut s);
-        l.offer(PacketId(1), 1000, 0, Instant(0), &mut s);
+        l.offer(0, 1000, 0, Instant(0), &mut s);
+        l.offer(1, 1000, 0, Instant(0), &mut s);
         l.set_rate(Bandwidth::from_bps(4_000_000), Instant(MS / 2), &mut s);
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 13 * MS);
@@ -1051,7 +1068,7 @@ mod tests {
         };
         for k in 0..3 {
             assert_eq!(
-                l.offer(PacketId(k), 1000, 0, Instant(0), &mut s),
+                l.offer(k as u64, 1000, 0, Instant(0), &mut s),
                 Offer::Accepted
             );
         }
@@ -1095,14 +1112,14 @@ mod tests {
                 let k = k as u32;
                 match op {
                     Op::Offer(size) => {
-                        if l.offer(PacketId(k), size, k + 7, t, &mut s) == Offer::Accepted {
+                        if l.offer(u64::from(k), size, k + 7, t, &mut s) == Offer::Accepted {
                             held.push_back((k, size, k + 7));
                         }
                     }
                     Op::Pop => {
                         while let Some(a) = l.pop_arrived(t) {
                             let want = held.pop_front();
-                            prop_assert_eq!(Some((a.pkt.0, a.size, a.hop)), want);
+                            prop_assert_eq!(Some((a.word as u32, a.size, a.hop)), want);
                         }
                         l.rearm(&mut s);
                     }
@@ -1111,7 +1128,7 @@ mod tests {
                     Op::Up(up) => l.set_up(up, t, &mut s),
                 }
                 let ring: Vec<(u32, u32, u32)> =
-                    l.ring.iter().map(|s| (s.pkt.0, s.size, s.hop)).collect();
+                    l.ring.iter().map(|s| (s.word as u32, s.bytes(), s.hop)).collect();
                 prop_assert_eq!(ring, Vec::from(held.clone()));
                 let arrivals: Vec<Instant> = l.ring.iter().map(|s| s.arrive).collect();
                 prop_assert!(arrivals.windows(2).all(|w| w[0] <= w[1]), "{:?}", arrivals);

@@ -1,6 +1,8 @@
-//! Packets and the pool they are recycled through. A packet is a small `Copy` record; links
-//! and queues hold 32-bit handles into the pool, so the per-packet path never allocates once
-//! the pool has grown to the largest number of packets alive at once.
+//! Packets, the pool the few that links cannot carry whole are kept in, and the unfolding of
+//! sequence numbers carried in 32 bits. A packet is a small `Copy` record that endpoints build
+//! and read; the network carries most of them in their link slots (see [`crate::net`]), and
+//! keeps only ACKs with SACK blocks or a finite window in the pool, which recycles its slots so
+//! the per-packet path never allocates once it has grown to the most such ACKs alive at once.
 
 /// A handle to a packet in the [`PacketPool`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,8 +50,8 @@ pub struct Header {
 
 /// One packet. Data segments and ACKs share the two sequence fields, SACK blocks are stored
 /// as offsets from the cumulative ACK, and the route is named by the hop field until the
-/// packet is sent, so the record fits one cache line of 64 bytes. The pool keeps only its
-/// [`Header`] (and SACK blocks, if any): the size and hop position travel with it through
+/// packet is sent, so the record fits one cache line of 64 bytes. A pooled packet keeps only
+/// its [`Header`] (and SACK blocks, if any): the size and hop position travel with it through
 /// the link directions, and no endpoint reads them, so a packet read back from the pool has
 /// them zero.
 #[derive(Clone, Copy, Debug)]
@@ -132,9 +134,18 @@ impl Packet {
     }
 }
 
+/// The 64-bit sequence number nearest to `near` whose low 32 bits are `low`: how an endpoint
+/// reads a sequence number carried in 32 bits, as TCP reads its own 32-bit sequence space
+/// (RFC 9293 §3.4). Exact when the number lies within 2³¹ of `near`, which holds for every
+/// number a packet in flight can carry: a window is far below 2³¹ segments.
+#[inline(always)]
+pub fn unfold(near: u64, low: u32) -> u64 {
+    near.wrapping_add(low.wrapping_sub(near as u32) as i32 as i64 as u64)
+}
+
 /// A free-list pool of packets. It keeps each packet's [`Header`] (32 bytes, two packets to
-/// a cache line: at many flows the packets in flight are far more than the cache holds, and
-/// every delivery reads one), and the SACK blocks of the packets that carry any beside them.
+/// a cache line), and the SACK blocks of the packets that carry any beside them. The network
+/// keeps here only the ACKs its link slots cannot carry (see [`crate::net`]).
 #[derive(Debug, Default)]
 pub struct PacketPool {
     slots: Vec<Header>,
@@ -229,6 +240,28 @@ mod tests {
     #[test]
     fn a_packet_fits_one_cache_line() {
         assert_eq!(std::mem::size_of::<Packet>(), 64);
+    }
+
+    /// A number within 2³¹ of the reference comes back whole from its low 32 bits, on
+    /// either side of the reference and across a wrap of the low bits.
+    #[test]
+    fn unfolding_recovers_numbers_near_the_reference() {
+        let cases = [
+            (0u64, 0u64),
+            (5, 3),
+            (5, 9),
+            ((1 << 32) - 2, (1 << 32) + 3),
+            ((1 << 32) + 3, (1 << 32) - 2),
+            (1 << 40, (1 << 40) + (1 << 31) - 1),
+            (1 << 40, (1 << 40) - (1 << 31)),
+            (u64::MAX - 10, u64::MAX),
+        ];
+        for (near, x) in cases {
+            assert_eq!(unfold(near, x as u32), x, "near {near}, x {x}");
+        }
+        // Beyond 2³¹ above the reference, a number reads as one below it.
+        let far = (1u64 << 40) + (1 << 31);
+        assert_eq!(unfold(1 << 40, far as u32), (1 << 40) - (1 << 31));
     }
 
     /// The pool keeps two packets to a cache line.

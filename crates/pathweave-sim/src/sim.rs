@@ -3,7 +3,7 @@
 
 use crate::event::{ComponentId, Kind, Scheduler, Timer};
 use crate::link::LinkDir;
-use crate::net::{Net, Next};
+use crate::net::{Net, Next, RouteInfo};
 use crate::packet::PacketKind;
 use crate::prefetch::prefetch;
 use crate::results::*;
@@ -107,14 +107,26 @@ impl Simulation {
             }
             flow_routes.push(pairs);
         }
-        let mut route_flow = vec![0u32; routes.len()];
-        for (i, pairs) in flow_routes.iter().enumerate() {
-            for &(data, ack) in pairs {
-                route_flow[data as usize] = i as u32;
-                route_flow[ack as usize] = i as u32;
+        // What each route carries: a subflow's data segments (whose size less the flow's
+        // header bytes is the payload) or datagrams, then its ACKs.
+        let mut info = Vec::with_capacity(routes.len());
+        for (i, f) in scenario.flows.iter().enumerate() {
+            let (kind, overhead) = match &f.kind {
+                FlowKind::Tcp { cfg, .. } => (PacketKind::Data, cfg.config().header),
+                FlowKind::Cbr { .. } => (PacketKind::Datagram, 0),
+            };
+            for k in 0..flow_routes[i].len() {
+                let route = |kind, overhead| RouteInfo {
+                    flow: i as u32,
+                    kind,
+                    sub: k as u16,
+                    overhead,
+                };
+                info.push(route(kind, overhead));
+                info.push(route(PacketKind::Ack, 0));
             }
         }
-        let mut net = Net::new(sched, links, &routes, &route_flow, scenario.flows.len());
+        let mut net = Net::new(sched, links, &routes, &info, scenario.flows.len());
         let mut flows = Vec::with_capacity(scenario.flows.len());
         for (i, f) in scenario.flows.iter().enumerate() {
             let window = (f.start, f.stop);
@@ -305,9 +317,9 @@ impl Simulation {
     /// reads, each stage from what the stage before brought in: for the third event ahead
     /// (counting the next as the first) its link direction's two per-packet lines; for the
     /// second, reading the head packet from that record (where the ring keeps it inline), the
-    /// head packet's header, the slot behind the head and, from the hop table, either the next
-    /// link direction's two lines or, if the packet's route ends there, its flow's entry
-    /// (two lines). A hint only: an event pushed in between, a stale event or a packet that
+    /// slot behind the head, the head packet's pool record if it is an ACK kept there, and,
+    /// from the hop table, either the next link direction's two lines or, if the packet's
+    /// route ends there, its flow's entry (two lines). A hint only: an event pushed in between, a stale event or a packet that
     /// does not arrive yet wastes a prefetch and changes nothing else.
     #[inline(always)]
     fn prefetch_ahead(&self) {
@@ -317,10 +329,12 @@ impl Simulation {
         let Some(d) = self.link_ahead(1) else {
             return;
         };
-        let Some((pkt, hop)) = d.head_tag() else {
+        let Some((word, hop)) = d.head_tag() else {
             return;
         };
-        prefetch(self.net.pool.header_addr(pkt));
+        if let Some(id) = Net::pooled(word, hop) {
+            prefetch(self.net.pool.header_addr(id));
+        }
         if let Some(s) = d.second_slot() {
             prefetch(s);
         }
@@ -398,28 +412,24 @@ impl Simulation {
             return;
         }
         while let Some(arrival) = self.net.link_arrival(l) {
-            if let Some((id, flow)) = arrival {
-                // A data segment's receiver reads its header only; an ACK's sender gets the
-                // whole packet, SACK blocks included. The slot is freed before the endpoint
-                // sends, which reuses it. The flow comes from the route, so its entry is
-                // reached without waiting for the header.
-                let h = self.net.pool.header(id);
-                debug_assert_eq!(h.flow as usize, flow);
-                match (&mut self.flows[flow], h.kind) {
-                    (Flow::Tcp { snd, .. }, PacketKind::Ack) => {
-                        let p = self.net.pool.packet(h, id);
-                        self.net.pool.free(id);
+            let Some(d) = arrival else { continue };
+            // The flow comes from the route, and with it the kind: the endpoint is reached
+            // with what the link held of the packet, unless it is an ACK kept in the pool.
+            match (&mut self.flows[d.flow], d.kind) {
+                (Flow::Tcp { snd, .. }, PacketKind::Ack) => match d.pooled {
+                    // Given back before the sender sends, which reuses the slot.
+                    Some(id) => {
+                        let p = self.net.take(id);
                         snd.on_ack(&p, &mut self.net)
                     }
-                    (Flow::Tcp { rcv, .. }, _) => {
-                        self.net.pool.free(id);
-                        rcv.on_data(&h, &mut self.net)
-                    }
-                    (Flow::Cbr { sink, .. }, _) => {
-                        self.net.pool.free(id);
-                        sink.received += 1;
-                        sink.bytes += h.payload as u64;
-                    }
+                    None => snd.on_plain_ack(d.sub, d.seq, d.dsn, &mut self.net),
+                },
+                (Flow::Tcp { rcv, .. }, _) => {
+                    rcv.on_segment(d.sub, d.seq, d.dsn, d.payload, &mut self.net)
+                }
+                (Flow::Cbr { sink, .. }, _) => {
+                    sink.received += 1;
+                    sink.bytes += d.payload as u64;
                 }
             }
         }
@@ -600,10 +610,10 @@ impl Simulation {
         self.net.check_conservation()?;
         let mut in_links = vec![0u64; self.flows.len()];
         for l in &self.net.links {
-            for id in l.packets() {
-                let p = self.net.pool.get(id);
-                if p.kind != PacketKind::Ack {
-                    in_links[p.flow as usize] += 1;
+            for (_, tag) in l.packets() {
+                let r = self.net.route_of(tag);
+                if r.kind != PacketKind::Ack {
+                    in_links[r.flow as usize] += 1;
                 }
             }
         }
@@ -785,7 +795,7 @@ impl Simulation {
                 packets_dropped: c.dropped_queue,
                 packets_lost_on_wire: c.dropped_wire,
                 packets_in_flight: self.net.in_links(),
-                peak_packets: self.net.pool.capacity_used() as u64,
+                peak_packets: self.net.peak_packets(),
             },
         }
     }

@@ -25,7 +25,7 @@ pub use subflow::{Subflow, SubflowStats};
 
 use crate::event::{ComponentId, Timer};
 use crate::net::Net;
-use crate::packet::Packet;
+use crate::packet::{unfold, Packet, PacketKind};
 use crate::rng::Stream;
 use pathweave_cc::cc::multipath::{MultipathController, Paths};
 use pathweave_cc::cc::{Ack, CongestionEvent, PathId, PathView, Rto};
@@ -824,6 +824,19 @@ impl TcpSender {
             }
         }
         st.rtx_at = Some(now + linux_rtx_interval(&self.subs, &st.stale_count));
+    }
+
+    /// An ACK without SACK blocks and with an unlimited window arrived on subflow `sub`,
+    /// carrying the low 32 bits of its cumulative ACK and data ACK (see
+    /// [`crate::packet::unfold`]).
+    #[inline(always)]
+    pub fn on_plain_ack(&mut self, sub: u16, ack: u32, data_ack: u32, net: &mut Net) {
+        let near = self.subs.get(sub as usize).map_or(0, |s| s.snd_una());
+        let mut p = Packet::new(self.flow, 0, PacketKind::Ack, 0, 0);
+        p.sub = sub;
+        p.seq = unfold(near, ack);
+        p.dsn = unfold(self.data.data_una, data_ack);
+        self.on_ack(&p, net)
     }
 
     /// An ACK arrived on one of the subflows.

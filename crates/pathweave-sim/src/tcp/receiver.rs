@@ -10,7 +10,7 @@ use super::Recovery;
 use super::TcpConfig;
 use crate::event::{ComponentId, Timer};
 use crate::net::Net;
-use crate::packet::{Header, Packet, PacketKind, MAX_SACK_BLOCKS};
+use crate::packet::{unfold, Header, Packet, PacketKind, MAX_SACK_BLOCKS};
 use pathweave_cc::{Duration, Instant};
 use std::collections::VecDeque;
 
@@ -142,6 +142,24 @@ impl TcpReceiver {
             comp,
             sack: cfg.recovery == Recovery::Sack,
         }
+    }
+
+    /// A data segment of `payload` bytes arrived on subflow `sub`, carrying the low 32 bits
+    /// of its subflow and data sequence numbers (see [`crate::packet::unfold`]).
+    #[inline(always)]
+    pub fn on_segment(&mut self, sub: u16, seq: u32, dsn: u32, payload: u32, net: &mut Net) {
+        let near = self.subs.get(sub as usize).map_or(0, |s| s.seqs.next);
+        let h = Header {
+            seq: unfold(near, seq),
+            dsn: unfold(self.data.next, dsn),
+            flow: self.flow,
+            payload,
+            rwnd: u32::MAX,
+            sub,
+            kind: PacketKind::Data,
+            nsack: 0,
+        };
+        self.on_data(&h, net)
     }
 
     /// A data segment arrived.

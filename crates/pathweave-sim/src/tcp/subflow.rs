@@ -607,6 +607,12 @@ impl Subflow {
         }
     }
 
+    /// The oldest unacknowledged segment.
+    #[inline(always)]
+    pub(crate) fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+
     /// An ACK for this subflow arrived.
     pub(crate) fn on_ack(
         &mut self,
