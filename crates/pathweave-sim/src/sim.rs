@@ -319,8 +319,9 @@ impl Simulation {
     /// second, reading the head packet from that record (where the ring keeps it inline), the
     /// slot behind the head, the head packet's pool record if it is an ACK kept there, and,
     /// from the hop table, either the next link direction's two lines or, if the packet's
-    /// route ends there, its flow's entry (two lines). A hint only: an event pushed in between, a stale event or a packet that
-    /// does not arrive yet wastes a prefetch and changes nothing else.
+    /// route ends there, its flow's entry (two lines). A hint only: an event pushed in
+    /// between, a stale event or a packet that does not arrive yet wastes a prefetch and
+    /// changes nothing else.
     #[inline(always)]
     fn prefetch_ahead(&self) {
         if let Some(d) = self.link_ahead(2) {
