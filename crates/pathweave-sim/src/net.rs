@@ -121,7 +121,9 @@ pub struct Net {
     hop_route: Vec<u32>,
     /// What each route carries.
     routes: Vec<RouteInfo>,
-    /// Packets inside links now, and the most there have been at once.
+    /// Packets inside links now, and the most there have been at once. `live` repeats what
+    /// the conservation counters imply, but keeping it costs the per-packet path fewer
+    /// instructions than deriving it at every send (8 per bottleneck packet, callgrind).
     live: u64,
     peak_live: u64,
     /// Conservation counters.
