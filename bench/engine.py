@@ -25,8 +25,18 @@ measured in `--pairs` rounds, each an 8-flow run followed at once by the large r
 table gives the median of the rounds' ratios with their range, beside the median µs per packet
 of each side.
 
-    python bench/engine.py [--no-callgrind] [--quick] [--long] [--repeat N] [--pairs N]
-                           [--binary RUN] [--json OUT]
+`--curve` adds the cost per packet against the number of flows with everything else held
+per flow: the dense dumbbell at 8, 100, 1,000, 3,000 and 10,000 flows, each flow 1 Mbit/s of a
+bottleneck of as many Mbit/s, the RED buffer scaled with the rate (never below the 8-flow
+dumbbell's 50 packets and thresholds of 5 and 15), the receivers' delays over the 8-flow
+dumbbell's 0-2.7 ms and the flows starting over the first second; each point runs long enough
+for about 2.3 M bottleneck packets, and its ratio is to the 8-flow point in paired rounds. The
+10,000-flow point is `bench/scenarios/dumbbell-10k-dense.toml` itself. Beside it the `mem_latency`
+example's dependent-read time by buffer size shows how much of the last-level cache this
+process gets (on a shared virtual machine, often a fraction of what the processor reports).
+
+    python bench/engine.py [--no-callgrind] [--quick] [--long] [--curve] [--repeat N]
+                           [--pairs N] [--binary RUN] [--json OUT]
 
 `--quick` leaves out the long and large runs (64 flows for 1000 s, 10,000 flows, 1,000
 multipath connections) and so the scale comparison. `--long` adds the scaled 10,000-flow
@@ -151,6 +161,100 @@ def cases(quick: bool, long: bool = False) -> list[tuple[str, str, bool, bool]]:
     return out
 
 
+# Flow counts of the `--curve` ladder; the last is the dense 10,000-flow dumbbell.
+CURVE_FLOWS = (8, 100, 1000, 3000, 10000)
+# Bottleneck packets each curve point runs for, at least (its duration follows from its rate).
+CURVE_PACKETS = 2_300_000
+# Bits of a data packet on the wire (1000 B payload, 40 B headers), to size the durations.
+CURVE_PACKET_BITS = 8320
+
+
+def _replace_once(text: str, old: str, new: str) -> str:
+    if text.count(old) != 1:
+        raise ValueError(
+            f"bench/scenarios/dumbbell-10k-dense.toml: expected {old!r} exactly once, "
+            f"found it {text.count(old)} times (the curve is derived from that file)"
+        )
+    return text.replace(old, new)
+
+
+def curve_text(flows: int) -> str:
+    """The dense dumbbell with `flows` flows and the per-flow shape held: 1 Mbit/s of
+    bottleneck per flow, the RED buffer and thresholds scaled with the rate from the
+    10,000-flow file's (at 10 Gbit/s: 8,300 packets, 830 and 2,500) but never below the 8-flow
+    dumbbell's (50, 5, 15), the n-th receiver's delay n * 8 / (3 * flows) ms (0-2.7 ms at any
+    size) and the starts spread over the first second."""
+    if flows < 1:
+        raise ValueError(f"flows must be at least 1, got {flows}")
+    text = (SCENARIOS / "dumbbell-10k-dense.toml").read_text()
+    scale = flows / 10_000
+    limit = max(round(8300 * scale), 50)
+    min_th, max_th = max(830 * scale, 5), max(2500 * scale, 15)
+    rate = f"{flows // 1000}Gbps" if flows % 1000 == 0 else f"{flows}Mbps"
+    seconds = max(5, -(-CURVE_PACKETS * CURVE_PACKET_BITS // (flows * 1_000_000)))
+    text = _replace_once(text, 'name = "dumbbell-10k-dense"', f'name = "dumbbell-curve-{flows}"')
+    text = _replace_once(
+        text,
+        'description = "10,000 Reno flows over a 10 Gbps RED bottleneck, RTTs within 3 ms of each '
+        'other"',
+        f'description = "{flows:,} Reno flows at 1 Mbps each over a RED bottleneck, RTTs within '
+        f'3 ms of each other"',
+    )
+    text = _replace_once(text, 'rate = "10Gbps"', f'rate = "{rate}"')
+    text = _replace_once(
+        text,
+        'limit = "8300pkt", min_th = 830, max_th = 2500',
+        f'limit = "{limit}pkt", min_th = {min_th:g}, max_th = {max_th:g}',
+    )
+    text = _replace_once(text, 'duration = "5s"', f'duration = "{seconds}s"')
+    text = _replace_once(text, "{n}*8/30000 ms", f"{{n}}*8/{3 * flows} ms")
+    text = _replace_once(text, 'start = "{i}/10 ms"', f'start = "{{i}}/{flows / 1000:g} ms"')
+    return text.replace("count = 10000", f"count = {flows}")
+
+
+def memory_probe(sizes_mb: tuple[int, ...] = (2, 4, 8, 16, 32, 64)) -> list[dict]:
+    """Dependent-read time (one chain: the latency) and the time per read of 16 chains (the
+    throughput) over buffers of `sizes_mb`, from the `mem_latency` example with huge pages."""
+    probe = ROOT / "target" / "release" / "examples" / "mem_latency"
+    out = []
+    for mb in sizes_mb:
+        res = subprocess.run(
+            [str(probe), "--huge", str(mb), "2000000"], capture_output=True, text=True, check=True
+        )
+        by_chains = {
+            r["chains"]: r["ns_per_read"] for r in map(json.loads, res.stdout.splitlines())
+        }
+        out.append({"megabytes": mb, "latency_ns": by_chains[1], "ns_per_read_16": by_chains[16]})
+    return out
+
+
+def curve(tmp: Path, pairs: int) -> list[dict]:
+    """The `--curve` ladder: each point's µs per bottleneck packet against the 8-flow point's
+    in `pairs` paired rounds."""
+    paths = {}
+    for n in CURVE_FLOWS:
+        paths[n] = tmp / f"curve{n}.toml"
+        paths[n].write_text(curve_text(n))
+    ref = paths[CURVE_FLOWS[0]]
+    rows = []
+    for n in CURVE_FLOWS:
+        r = run(paths[n], "bottleneck")
+        m = paired(ref, paths[n], "bottleneck", pairs)
+        rows.append(
+            {
+                "flows": n,
+                "bottleneck_packets": r["bottleneck_packets"],
+                "events_per_packet": r["events"] / r["bottleneck_packets"],
+                "peak_rss_mb": r["peak_rss_kb"] / 1024,
+                "wall_us_per_packet": statistics.median(m["wall_us_per_packet_runs"]),
+                "ratio_to_8_flows": statistics.median(m["ratios"]),
+                "ratio_min": min(m["ratios"]),
+                "ratio_max": max(m["ratios"]),
+            }
+        )
+    return rows
+
+
 BOTTLENECKS = {MULTIPATH: MULTIPATH_BOTTLENECKS}
 # The large runs compared with the 8-flow dumbbell.
 SCALE = (TEN_K, TEN_K_SCALED, TEN_K_SCALED_LONG, TEN_K_DENSE, MULTIPATH)
@@ -255,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         "--long", action="store_true", help="add the scaled 10,000-flow dumbbell for 100 s"
     )
     ap.add_argument(
+        "--curve",
+        action="store_true",
+        help="add the cost per packet against the number of flows, 8 to 10,000",
+    )
+    ap.add_argument(
         "--repeat", type=int, default=3, help="wall-clock runs per scenario (best is kept)"
     )
     ap.add_argument(
@@ -343,6 +452,37 @@ def main(argv: list[str] | None = None) -> int:
                 f"{s['ratio_to_8_flows']:>5.2f}x {span:>11} "
                 f"{s['events_per_packet']:>7.2f} {ipp_text:>10}"
             )
+    ladder: list[dict] = []
+    probe: list[dict] = []
+    if args.curve:
+        probe = memory_probe()
+        print()
+        print("memory: one dependent read (latency) and 16 chains (time per read), huge pages")
+        print(
+            "  "
+            + "  ".join(
+                f"{p['megabytes']} MB {p['latency_ns']:.0f}/{p['ns_per_read_16']:.1f} ns"
+                for p in probe
+            )
+        )
+        print()
+        print(
+            "curve: the dense dumbbell at 1 Mbps per flow, wall time per bottleneck packet "
+            f"against its 8-flow point, median of {args.pairs} paired rounds"
+        )
+        print(
+            f"{'flows':>6} {'bn packets':>11} {'µs/pkt':>7} {'ratio':>6} {'range':>11} "
+            f"{'ev/pkt':>7} {'peak RSS':>9}"
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            ladder = curve(Path(tmp), args.pairs)
+        for c in ladder:
+            span = f"{c['ratio_min']:.2f}-{c['ratio_max']:.2f}"
+            print(
+                f"{c['flows']:>6,} {c['bottleneck_packets']:>11,} {c['wall_us_per_packet']:>7.3f} "
+                f"{c['ratio_to_8_flows']:>5.2f}x {span:>11} {c['events_per_packet']:>7.2f} "
+                f"{c['peak_rss_mb']:>6.1f} MB"
+            )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
@@ -352,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
                     "bare_loop_events_per_s": baseline,
                     "rows": rows,
                     "scale": scale,
+                    "memory_probe": probe,
+                    "curve": ladder,
                 },
                 indent=2,
             )

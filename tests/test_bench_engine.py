@@ -111,3 +111,55 @@ def test_the_machine_is_read_from_the_kernels_files_and_unknown_where_they_are_m
     }
     missing = tmp_path / "missing"
     assert set(engine.machine(missing, missing, missing).values()) == {"unknown"}
+
+
+def test_the_curves_largest_point_is_the_dense_dumbbell_itself() -> None:
+    import tomllib
+
+    dense = tomllib.loads((engine.SCENARIOS / "dumbbell-10k-dense.toml").read_text())
+    point = tomllib.loads(engine.curve_text(10_000))
+    for doc in (dense, point):
+        del doc["name"], doc["description"]
+    assert point == dense
+
+
+def test_each_curve_point_keeps_the_per_flow_shape() -> None:
+    import tomllib
+
+    from pathweave._core import parse_scenario
+
+    for flows in engine.CURVE_FLOWS:
+        text = engine.curve_text(flows)
+        doc = tomllib.loads(text)
+        links = {link["name"]: link for link in doc["link"]}
+        # 1 Mbit/s of bottleneck per flow.
+        rate = links["bottleneck"]["rate"]
+        mbps = int(rate[:-4]) * (1000 if rate.endswith("Gbps") else 1)
+        assert mbps == flows
+        # The RED buffer scales with the rate from 8,300 packets at 10 Gbit/s, but never
+        # below the 8-flow dumbbell's 50 packets and thresholds of 5 and 15.
+        red = links["bottleneck"]["queue"]
+        assert int(red["limit"][:-3]) == max(round(0.83 * flows), 50)
+        assert (red["min_th"], red["max_th"]) == pytest.approx(
+            (max(0.083 * flows, 5), max(0.25 * flows, 15))
+        )
+        # The last receiver is 8/3 ms away at every size, as in scenarios/dumbbell.toml.
+        assert links["dst{i}"]["delay"] == f"{{n}}*8/{3 * flows} ms"
+        # Long enough for the packets asked for, at 1040 bytes a packet.
+        seconds = float(doc["duration"][:-1])
+        assert seconds * flows * 1e6 / 8320 >= engine.CURVE_PACKETS
+        s = parse_scenario(text, f"curve {flows}")
+        assert len(s.flow_names) == flows
+        assert len(s.link_names) == 2 * flows + 1
+
+
+def test_a_changed_dense_file_stops_the_curve_with_what_it_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (engine.SCENARIOS / "dumbbell-10k-dense.toml").read_text()
+    (tmp_path / "dumbbell-10k-dense.toml").write_text(text.replace('"10Gbps"', '"20Gbps"'))
+    monkeypatch.setattr(engine, "SCENARIOS", tmp_path)
+    with pytest.raises(ValueError, match=r"expected 'rate = \"10Gbps\"' exactly once, found it 0"):
+        engine.curve_text(100)
+    with pytest.raises(ValueError, match="flows must be at least 1, got 0"):
+        engine.curve_text(0)
