@@ -61,6 +61,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "target" / "release" / "examples" / "run"
 LOOP = ROOT / "target" / "release" / "examples" / "queue_loop"
+PROBE = ROOT / "target" / "release" / "examples" / "mem_latency"
 SCENARIOS = ROOT / "bench" / "scenarios"
 
 
@@ -215,11 +216,10 @@ def curve_text(flows: int) -> str:
 def memory_probe(sizes_mb: tuple[int, ...] = (2, 4, 8, 16, 32, 64)) -> list[dict]:
     """Dependent-read time (one chain: the latency) and the time per read of 16 chains (the
     throughput) over buffers of `sizes_mb`, from the `mem_latency` example with huge pages."""
-    probe = ROOT / "target" / "release" / "examples" / "mem_latency"
     out = []
     for mb in sizes_mb:
         res = subprocess.run(
-            [str(probe), "--huge", str(mb), "2000000"], capture_output=True, text=True, check=True
+            [str(PROBE), "--huge", str(mb), "2000000"], capture_output=True, text=True, check=True
         )
         by_chains = {
             r["chains"]: r["ns_per_read"] for r in map(json.loads, res.stdout.splitlines())
@@ -238,18 +238,15 @@ def curve(tmp: Path, pairs: int) -> list[dict]:
     ref = paths[CURVE_FLOWS[0]]
     rows = []
     for n in CURVE_FLOWS:
-        r = run(paths[n], "bottleneck")
         m = paired(ref, paths[n], "bottleneck", pairs)
+        r = m["last_run"]
         rows.append(
             {
                 "flows": n,
                 "bottleneck_packets": r["bottleneck_packets"],
                 "events_per_packet": r["events"] / r["bottleneck_packets"],
                 "peak_rss_mb": r["peak_rss_kb"] / 1024,
-                "wall_us_per_packet": statistics.median(m["wall_us_per_packet_runs"]),
-                "ratio_to_8_flows": statistics.median(m["ratios"]),
-                "ratio_min": min(m["ratios"]),
-                "ratio_max": max(m["ratios"]),
+                **ratio_summary(m),
             }
         )
     return rows
@@ -283,9 +280,11 @@ def paired(ref: Path, big: Path, links: str, pairs: int) -> dict:
     """`pairs` rounds of the 8-flow run `ref` followed by the large run `big`: each round's
     ratio compares two runs taken seconds apart, which share the machine's disturbances."""
     ref_us, big_us, ratios = [], [], []
+    last = {}
     for _ in range(max(pairs, 1)):
         a = us_per_packet(run(ref, "bottleneck"))
-        b = us_per_packet(run(big, links))
+        last = run(big, links)
+        b = us_per_packet(last)
         ref_us.append(a)
         big_us.append(b)
         ratios.append(b / a)
@@ -293,6 +292,19 @@ def paired(ref: Path, big: Path, links: str, pairs: int) -> dict:
         "ref_us_per_packet": ref_us,
         "wall_us_per_packet_runs": big_us,
         "ratios": ratios,
+        "last_run": last,
+    }
+
+
+def ratio_summary(m: dict) -> dict:
+    """The medians and range of the paired rounds `m` (from `paired`)."""
+    return {
+        "ref_us_per_packet": statistics.median(m["ref_us_per_packet"]),
+        "wall_us_per_packet": statistics.median(m["wall_us_per_packet_runs"]),
+        "ratio_to_8_flows": statistics.median(m["ratios"]),
+        "ratio_min": min(m["ratios"]),
+        "ratio_max": max(m["ratios"]),
+        "pairs": len(m["ratios"]),
     }
 
 
@@ -309,12 +321,7 @@ def scale_rows(rows: list[dict], measured: dict[str, dict]) -> list[dict]:
             {
                 "scenario": label,
                 "bottleneck_packets": r["bottleneck_packets"],
-                "ref_us_per_packet": statistics.median(m["ref_us_per_packet"]),
-                "wall_us_per_packet": statistics.median(m["wall_us_per_packet_runs"]),
-                "ratio_to_8_flows": statistics.median(m["ratios"]),
-                "ratio_min": min(m["ratios"]),
-                "ratio_max": max(m["ratios"]),
-                "pairs": len(m["ratios"]),
+                **ratio_summary(m),
                 "events_per_packet": r["events_per_packet"],
                 "instructions_per_packet": r["instructions_per_packet"],
             }
