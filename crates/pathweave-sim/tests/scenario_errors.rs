@@ -253,6 +253,44 @@ path = ["a{i}"]
     assert_eq!(sc.flows[2].group, "f");
 }
 
+#[test]
+fn a_bad_value_in_a_counted_copy_names_the_copy() {
+    // Copies 0-2 start before the 3 s end; copy 3 ("f3", start 3 s) is the first that does
+    // not, so the error must point at it, not just at the table.
+    let flows = r#"
+duration = "3s"
+[[link]]
+name = "a{i}"
+count = 5
+rate = "10Mbps"
+delay = "1ms"
+[[flow]]
+name = "f{i}"
+count = 5
+path = ["a{i}"]
+start = "{i} s"
+"#;
+    let msg = err(flows);
+    for n in [
+        "flow[0].start",
+        "i = 3",
+        "\"f3\"",
+        "count = 5",
+        "end of the simulation",
+    ] {
+        assert!(msg.contains(n), "message {msg:?} lacks {n:?}");
+    }
+    // The same for a link's copy: 2 - i ms is negative from i = 3 on.
+    let links = flows.replace("delay = \"1ms\"", "delay = \"2 - {i} ms\"");
+    let msg = err(&links);
+    for n in ["link[0].delay", "i = 3", "\"a3\"", "count = 5"] {
+        assert!(msg.contains(n), "message {msg:?} lacks {n:?}");
+    }
+    // A table without `count` has no copy to name.
+    let msg = err(&GOOD.replace("rate = \"10Mbps\"", "rate = \"-1Mbps\""));
+    assert!(!msg.contains("copy"), "{msg}");
+}
+
 fn red_of(queue: &str, rate: &str, delay: &str) -> Result<pathweave_sim::red::RedParams, String> {
     let text = GOOD
         .replacen("rate = \"10Mbps\"", &format!("rate = \"{rate}\""), 1)

@@ -76,7 +76,9 @@ impl Reader<'_> {
         for (k, t) in self.array_of_tables(root, "link")?.into_iter().enumerate() {
             let path = format!("link[{k}]");
             for copy in self.expand(t, &path)? {
-                let l = self.link(&copy, &path, duration)?;
+                let l = self
+                    .link(&copy.table, &path, duration)
+                    .map_err(|e| copy.name_in(e))?;
                 if let Some(&prev) = link_index.get(&l.name) {
                     return Err(self.invalid(
                         &format!("{path}.name"),
@@ -113,17 +115,19 @@ impl Reader<'_> {
                 })
                 .unwrap_or_default();
             for copy in self.expand(t, &path)? {
-                let f = self.flow(
-                    &copy,
-                    &path,
-                    Links {
-                        list: &links,
-                        index: &link_index,
-                    },
-                    &tcp_defaults,
-                    &group_default,
-                    duration,
-                )?;
+                let f = self
+                    .flow(
+                        &copy.table,
+                        &path,
+                        Links {
+                            list: &links,
+                            index: &link_index,
+                        },
+                        &tcp_defaults,
+                        &group_default,
+                        duration,
+                    )
+                    .map_err(|e| copy.name_in(e))?;
                 if let Some(prev) = flow_names.get(&f.name) {
                     return Err(self.invalid(
                         &format!("{path}.name"),

@@ -20,6 +20,12 @@ fn show(v: &Value) -> String {
 /// `e` with the other forms the field takes (`alternatives`) added to what it allows: a
 /// field that holds a quantity or a boolean says so when neither was given.
 pub(super) fn or_also(e: ScenarioError, alternatives: &str) -> ScenarioError {
+    amend(e, |message| format!("{message}; or {alternatives}"))
+}
+
+/// `e` with its message rewritten by `f`, for the errors about a field (a missing or a bad
+/// value); errors of the file as a whole pass unchanged.
+fn amend(e: ScenarioError, f: impl FnOnce(String) -> String) -> ScenarioError {
     match e {
         ScenarioError::Invalid {
             file,
@@ -30,7 +36,16 @@ pub(super) fn or_also(e: ScenarioError, alternatives: &str) -> ScenarioError {
             file,
             field,
             value,
-            message: format!("{message}; or {alternatives}"),
+            message: f(message),
+        },
+        ScenarioError::Missing {
+            file,
+            field,
+            message,
+        } => ScenarioError::Missing {
+            file,
+            field,
+            message: f(message),
         },
         other => other,
     }
@@ -319,15 +334,20 @@ impl Reader<'_> {
         }
     }
 
-    /// Expand `count`: the copies of an item, each with `{i}`/`{n}` substituted.
-    pub(super) fn expand(&self, t: &Table, path: &str) -> R<Box<dyn Iterator<Item = Table>>> {
+    /// Expand `count`: the copies of an item, each with `{i}`/`{n}` substituted, beside the
+    /// copy's index (`None` for an item without `count`), which `TableCopy::name_in` puts
+    /// into the errors of that copy.
+    pub(super) fn expand(&self, t: &Table, path: &str) -> R<Box<dyn Iterator<Item = TableCopy>>> {
         let Some(cv) = t.get("count") else {
-            return Ok(Box::new(std::iter::once(t.clone())));
+            return Ok(Box::new(std::iter::once(TableCopy {
+                table: t.clone(),
+                index: None,
+            })));
         };
         let field = join(path, "count");
-        let n = self.whole(&field, cv, 1, 100_000)? as usize;
+        let count = self.whole(&field, cv, 1, 100_000)? as usize;
         let name = t.get("name").and_then(Value::as_str).unwrap_or("");
-        if n > 1 && !name.contains("{i}") && !name.contains("{n}") {
+        if count > 1 && !name.contains("{i}") && !name.contains("{n}") {
             return Err(self.invalid(
                 &field,
                 cv,
@@ -338,11 +358,38 @@ impl Reader<'_> {
         base.remove("count");
         // One copy at a time, as the caller reads it: a small item with a large count must not
         // hold every copy's table at once (each is dropped once read into its spec).
-        Ok(Box::new((0..n).map(move |i| {
-            let mut copy = base.clone();
-            let (i, n) = (i.to_string(), (i + 1).to_string());
-            copy.iter_mut().for_each(|(_, x)| substitute(x, &i, &n));
-            copy
+        Ok(Box::new((0..count).map(move |k| {
+            let mut table = base.clone();
+            let (i, n) = (k.to_string(), (k + 1).to_string());
+            table.iter_mut().for_each(|(_, x)| substitute(x, &i, &n));
+            TableCopy {
+                table,
+                index: Some((k, count)),
+            }
         })))
+    }
+}
+
+/// One copy of a `[[link]]` or `[[flow]]` table, as `Reader::expand` makes it.
+pub(super) struct TableCopy {
+    /// The table with `{i}` and `{n}` substituted.
+    pub(super) table: Table,
+    /// Which copy (`i`) of how many (`count`); `None` for a table without `count`.
+    pub(super) index: Option<(usize, usize)>,
+}
+
+impl TableCopy {
+    /// Say in `e` which copy it came from: the field's path names the table (`flow[0]`), and
+    /// without this a bad value in one of 10,000 copies would not say which.
+    pub(super) fn name_in(&self, e: ScenarioError) -> ScenarioError {
+        let Some((i, count)) = self.index else {
+            return e;
+        };
+        let named = match self.table.get("name").and_then(Value::as_str) {
+            Some(name) => format!(", named \"{}\"", clip(name)),
+            None => String::new(),
+        };
+        let place = format!(" (in the copy with i = {i}{named}, of count = {count})");
+        amend(e, |message| message + &place)
     }
 }
