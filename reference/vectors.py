@@ -161,6 +161,45 @@ def olia_kernel(w, rtt, l, cnt_established=None):
 
 
 # ---------------------------------------------------------------------------
+# Kelly-Voice "Coupled" (Kelly & Voice 2005; Han et al. 2004), ALGORITHMS.md section 1.5.
+# The states K1-K4 are those worked by hand in crates/pathweave-cc/src/cc/multipath/
+# kelly_voice/tests.rs; computed here independently, the ideal values as exact fractions.
+# ---------------------------------------------------------------------------
+def kv_ideal(w, rtt):
+    from fractions import Fraction
+    r = [Fraction(str(x)) for x in rtt]
+    S = sum(Fraction(wi) / ri for wi, ri in zip(w, r))
+    out = []
+    for i in range(len(w)):
+        inc = (Fraction(w[i]) / r[i] ** 2) / S ** 2
+        out.append(dict(path=i, inc_per_ack=float(inc), inc_num=inc.numerator,
+                        inc_den=inc.denominator, inc_per_rtt=float(inc * w[i]),
+                        loss_decrease=w[i] / 2.0))
+    return dict(per_path=out)
+
+
+def kv_kernel(w, rtt):
+    """mptcp_olia.c's increase with epsilon = 0 (its first term): one ACK event changes
+    mptcp_snd_cwnd_cnt (1/1024 packet) by (cwnd_r<<10)^2 << 10 / (cwnd_r * rate),
+    rate = (1 + sum_p (cwnd_p<<10) * srtt_r / srtt_p)^2; +1 packet at 1023, residual lost.
+    Loss: tcp_reno_ssthresh."""
+    SCALE = 10
+    s = [srtt_us(x) for x in rtt]
+    out = []
+    for r in range(len(w)):
+        rate = 1
+        for p in range(len(w)):
+            rate += ((w[p] << SCALE) * s[r]) // s[p]
+        rate *= rate
+        cs = w[r] << SCALE
+        d = ((cs * cs) << SCALE) // (w[r] * rate or 1)
+        out.append(dict(path=r, cnt_delta_per_ack=d, inc_per_ack=d / 1024.0,
+                        acks_per_plus1=(None if d <= 0 else -(-1023 // d)),
+                        loss_new_ssthresh=max(w[r] >> 1, 2)))
+    return dict(per_path=out)
+
+
+# ---------------------------------------------------------------------------
 # Balia (Peng, Walid, Hwang, Low)
 # ---------------------------------------------------------------------------
 def balia_ideal(w, rtt):
@@ -305,6 +344,16 @@ def main():
         res["OLIA"].append(dict(state=name, w=w, rtt=r, l_bytes=l,
                                 ideal=olia_ideal(w, r, l), kernel=olia_kernel(w, r, l)))
 
+    kv_states = [
+        ("K1 two paths, RTTs 1:4", [20, 10], [0.05, 0.2]),
+        ("K2 three paths (kernel stalls the middle one)", [40, 20, 20], [0.04, 0.08, 0.02]),
+        ("K3 three paths (kernel stalls two)", [100, 60, 30], [0.05, 0.1, 0.2]),
+        ("K4 odd windows", [15, 7, 3], [0.03, 0.06, 0.01]),
+    ]
+    res["KV"] = []
+    for name, w, r in kv_states:
+        res["KV"].append(dict(state=name, w=w, rtt=r, ideal=kv_ideal(w, r), kernel=kv_kernel(w, r)))
+
     balia_states = [
         ("B1 symmetric", [10, 10], [0.1, 0.1]),
         ("B2 alpha=4 on slow path", [20, 10], [0.05, 0.1]),
@@ -370,6 +419,16 @@ def main():
                   f"loss: -{f(p['loss_decrease'])}")
             print(f"      kernel: eps={q['eps_num']}/{q['eps_den']} cnt+= {q['cnt_delta_per_ack']}/1024 "
                   f"(inc/ACK={f(q['inc_per_ack'])}, ACKs per +1 pkt={q['acks_per_plus1']})")
+
+    print("\n=== Kelly-Voice ===")
+    for e in res["KV"]:
+        i, k = e["ideal"], e["kernel"]
+        print(f"\n{e['state']}: w={e['w']} rtt={e['rtt']}")
+        for p, q in zip(i["per_path"], k["per_path"]):
+            print(f"    path {p['path']}: inc/ACK={f(p['inc_per_ack'])} (= {p['inc_num']}/{p['inc_den']}) "
+                  f"inc/RTT={f(p['inc_per_rtt'])} loss: -{f(p['loss_decrease'])}")
+            print(f"      kernel: cnt+= {q['cnt_delta_per_ack']}/1024 (inc/ACK={f(q['inc_per_ack'])}, "
+                  f"ACKs per +1 pkt={q['acks_per_plus1']}) loss ssthresh={q['loss_new_ssthresh']}")
 
     print("\n=== Balia ===")
     for e in res["Balia"]:

@@ -59,6 +59,8 @@ mod ffi {
             den: u64,
         ) -> i64;
         pub(super) fn pwx_olia_counter_step(cnt: *mut i64, d: i64, cwnd: u64) -> u64;
+        pub(super) fn pwx_kv_counter_delta(p: *const Sample, n: u32, r: u32) -> i64;
+        pub(super) fn pwx_kv_ssthresh(cwnd: u64) -> u64;
         pub(super) fn pwx_balia_recalc(
             p: *const Sample,
             n: u32,
@@ -145,6 +147,19 @@ pub fn olia_counter_delta(paths: &[Sample], r: usize, num: i64, den: u64) -> i64
 pub fn olia_counter_step(cnt: &mut i64, d: i64, cwnd: u64) -> u64 {
     // SAFETY: `cnt` is a valid exclusive reference.
     unsafe { ffi::pwx_olia_counter_step(cnt, d, cwnd) }
+}
+
+/// Kelly–Voice's counter change per ACK event on path `r`, in 2^−10 packet:
+/// `⌊2^30·w_r/(1 + Σ_k ⌊w_k·2^10·srtt_r/srtt_k⌋)²⌋` (OLIA's increase with ε = 0).
+pub fn kv_counter_delta(paths: &[Sample], r: usize) -> i64 {
+    // SAFETY: the pointer and count describe `paths`.
+    unsafe { ffi::pwx_kv_counter_delta(paths.as_ptr(), count(paths), r as u32) }
+}
+
+/// Kelly–Voice's threshold after a loss, `tcp_reno_ssthresh`: `max(⌊w/2⌋, 2)` packets.
+pub fn kv_ssthresh(cwnd: u64) -> u64 {
+    // SAFETY: plain values.
+    unsafe { ffi::pwx_kv_ssthresh(cwnd) }
 }
 
 /// Balia's `mptcp_balia_recalc_ai` for path `r` with MSS `mss`; `None` for a missing path.

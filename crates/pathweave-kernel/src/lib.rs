@@ -1,6 +1,6 @@
 //! Coupled congestion control for upstream Linux MPTCP as BPF `struct_ops`: `pw_lia`,
-//! `pw_olia`, `pw_balia`, `pw_coupled` (fully coupled) and `pw_bmc` (BMC's weighted AIMD),
-//! with the integer arithmetic of `pathweave-cc`'s `linux` modes.
+//! `pw_olia`, `pw_balia`, `pw_coupled` (fully coupled), `pw_bmc` (BMC's weighted AIMD) and
+//! `pw_kv` (Kelly–Voice), with the integer arithmetic of `pathweave-cc`'s `linux` modes.
 //!
 //! * `src/bpf/pw_arith.h` — the arithmetic, shared by the BPF programs and [`arith`] (a C
 //!   library the tests call through FFI, so the kernel's code is the code under test).
@@ -50,7 +50,7 @@ pub use error::KernelError;
 pub use names::{Algorithm, Prefix};
 
 /// The version of the BPF programs (`PW_VERSION` in `pw_intf.h`), stored in the stats map.
-pub const PROGRAM_VERSION: u64 = 5;
+pub const PROGRAM_VERSION: u64 = 6;
 
 /// Whether this build contains the BPF programs.
 pub const HAS_BPF: bool = cfg!(feature = "bpf");

@@ -13,7 +13,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
-// The generated skeleton: maps, programs and the five struct_ops tables of pw.bpf.c.
+// The generated skeleton: maps, programs and the six struct_ops tables of pw.bpf.c.
 bpf_skeleton!(skel, "pw.skel.rs");
 
 use skel::{PwSkel, PwSkelBuilder};
@@ -121,7 +121,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// Loads the programs and registers the five controllers as `PREFIX_lia` …
+    /// Loads the programs and registers the six controllers as `PREFIX_lia` … `PREFIX_kv`.
     /// Refuses names that are registered already.
     pub fn load(prefix: &Prefix) -> Result<Loaded, KernelError> {
         preflight()?;
@@ -151,6 +151,7 @@ impl Loaded {
                 Algorithm::Balia => open.struct_ops.pw_balia_mut(),
                 Algorithm::Coupled => open.struct_ops.pw_coupled_mut(),
                 Algorithm::Bmc => open.struct_ops.pw_bmc_mut(),
+                Algorithm::Kv => open.struct_ops.pw_kv_mut(),
             };
             ops.name = [0; 16];
             for (d, s) in ops.name.iter_mut().zip(name.bytes()) {
@@ -173,6 +174,7 @@ impl Loaded {
                 Algorithm::Balia => &mut skel.maps.pw_balia,
                 Algorithm::Coupled => &mut skel.maps.pw_coupled,
                 Algorithm::Bmc => &mut skel.maps.pw_bmc,
+                Algorithm::Kv => &mut skel.maps.pw_kv,
             };
             let link = map
                 .attach_struct_ops()

@@ -9,8 +9,8 @@ const USAGE: &str = "\
 usage: pathweave kernel COMMAND [--prefix P]
 
 commands:
-  load          load pw_lia, pw_olia, pw_balia, pw_coupled and pw_bmc and pin them under
-                /sys/fs/bpf/pathweave/P so they stay registered (root)
+  load          load pw_lia, pw_olia, pw_balia, pw_coupled, pw_bmc and pw_kv and pin them
+                under /sys/fs/bpf/pathweave/P so they stay registered (root)
   unload        remove the pins; the controllers unregister when no socket uses them (root)
   status        list what is loaded: controllers, connections per controller, counters (root)
   bmc-manager   run BMC's proportion manager for pw_bmc connections (root)
@@ -21,7 +21,7 @@ commands:
                 [--duration SECONDS (default: until standard input closes)]
 
 options:
-  --prefix P    names P_lia … P_bmc (1 to 7 of a-z0-9, default pw)
+  --prefix P    names P_lia … P_kv (1 to 7 of a-z0-9, default pw)
 ";
 
 fn main() -> ExitCode {

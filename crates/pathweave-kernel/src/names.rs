@@ -1,12 +1,12 @@
 //! The controllers' names. Each load uses a prefix (default `pw`), so several independent
 //! copies can be registered at once — one per test or per emulation run — as
-//! `PREFIX_lia`, `PREFIX_olia`, `PREFIX_balia`, `PREFIX_coupled` and `PREFIX_bmc`, pinned
-//! under `/sys/fs/bpf/pathweave/PREFIX/`.
+//! `PREFIX_lia`, `PREFIX_olia`, `PREFIX_balia`, `PREFIX_coupled`, `PREFIX_bmc` and
+//! `PREFIX_kv`, pinned under `/sys/fs/bpf/pathweave/PREFIX/`.
 
 use crate::error::KernelError;
 use std::fmt;
 
-/// One of the five controllers.
+/// One of the six controllers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// LIA (RFC 6356), kernel arithmetic.
@@ -19,16 +19,19 @@ pub enum Algorithm {
     Coupled,
     /// BMC's weighted AIMD.
     Bmc,
+    /// Kelly–Voice, kernel arithmetic (OLIA's with ε = 0).
+    Kv,
 }
 
 impl Algorithm {
-    /// All five, in the order they are registered.
-    pub const ALL: [Algorithm; 5] = [
+    /// All six, in the order they are registered.
+    pub const ALL: [Algorithm; 6] = [
         Algorithm::Lia,
         Algorithm::Olia,
         Algorithm::Balia,
         Algorithm::Coupled,
         Algorithm::Bmc,
+        Algorithm::Kv,
     ];
 
     /// The suffix of the registered name.
@@ -39,6 +42,7 @@ impl Algorithm {
             Algorithm::Balia => "balia",
             Algorithm::Coupled => "coupled",
             Algorithm::Bmc => "bmc",
+            Algorithm::Kv => "kv",
         }
     }
 
@@ -50,6 +54,7 @@ impl Algorithm {
             Algorithm::Balia => 3,
             Algorithm::Coupled => 4,
             Algorithm::Bmc => 5,
+            Algorithm::Kv => 6,
         }
     }
 
@@ -58,7 +63,8 @@ impl Algorithm {
         Algorithm::ALL.into_iter().find(|a| a.id() == id)
     }
 
-    /// The algorithm a scenario names (`lia`, `olia`, `balia`, `fully-coupled`, `bmc`).
+    /// The algorithm a scenario names (`lia`, `olia`, `balia`, `fully-coupled`, `bmc`,
+    /// `kelly-voice`).
     pub fn from_scenario_name(name: &str) -> Option<Algorithm> {
         match name {
             "lia" => Some(Algorithm::Lia),
@@ -66,6 +72,7 @@ impl Algorithm {
             "balia" => Some(Algorithm::Balia),
             "fully-coupled" | "coupled" => Some(Algorithm::Coupled),
             "bmc" => Some(Algorithm::Bmc),
+            "kelly-voice" => Some(Algorithm::Kv),
             _ => None,
         }
     }
@@ -161,6 +168,10 @@ mod tests {
         assert_eq!(
             Algorithm::from_scenario_name("fully-coupled"),
             Some(Algorithm::Coupled)
+        );
+        assert_eq!(
+            Algorithm::from_scenario_name("kelly-voice"),
+            Some(Algorithm::Kv)
         );
         assert_eq!(Algorithm::from_scenario_name("reno"), None);
     }

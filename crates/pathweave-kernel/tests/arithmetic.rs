@@ -1,10 +1,11 @@
 //! The shared header (src/bpf/pw_arith.h, the code the BPF programs run) against every
-//! `linux`-mode vector of LIA, OLIA and Balia and every weighted-AIMD vector in
+//! `linux`-mode vector of LIA, OLIA, Kelly–Voice and Balia and every weighted-AIMD vector in
 //! reference/vectors.json, and against pathweave-cc's kernel arithmetic on random states.
 
 use pathweave_cc::cc::aimd;
 use pathweave_cc::cc::multipath::balia::kernel_recalc;
 use pathweave_cc::cc::multipath::coupled::fully_coupled_ssthresh;
+use pathweave_cc::cc::multipath::kelly_voice::kernel_counter_delta_no_epsilon;
 use pathweave_cc::cc::multipath::lia::{kernel_alpha, kernel_threshold};
 use pathweave_cc::cc::multipath::olia::{kernel_counter_delta, kernel_epsilon, KernelOliaSample};
 use pathweave_cc::cc::multipath::KernelSample;
@@ -137,6 +138,74 @@ fn olia_max_window_path_shrinks_in_the_kernel_counter() {
     let mut cnt = 0;
     let shrunk = (1..=100).find(|_| arith::olia_counter_step(&mut cnt, d, 12) == 11);
     assert_eq!(shrunk, Some(61));
+}
+
+/// ACK events of step `d` on OLIA's counter until the window grows by one packet (None when
+/// the step is not positive: the window never grows).
+fn olia_acks_per_packet(d: i64, cwnd: u64) -> Option<u64> {
+    let mut cnt = 0i64;
+    let acks = (1..=100_000u64).find(|_| arith::olia_counter_step(&mut cnt, d, cwnd) != cwnd);
+    if d > 0 {
+        acks
+    } else {
+        None
+    }
+}
+
+#[test]
+fn kelly_voice_reproduces_every_vector() {
+    let mut checked = 0;
+    for v in vectors()["KV"].as_array().unwrap() {
+        let s = samples(v, None);
+        let state = &v["state"];
+        let n = s.len() as f64;
+        for (r, p) in v["kernel"]["per_path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            // The kernel's step, its ACKs per packet and its loss response: exact.
+            let d = arith::kv_counter_delta(&s, r);
+            assert_eq!(
+                d,
+                p["cnt_delta_per_ack"].as_i64().unwrap(),
+                "{state} path {r}"
+            );
+            assert_eq!(
+                olia_acks_per_packet(d, s[r].cwnd),
+                p["acks_per_plus1"].as_u64(),
+                "{state} path {r}"
+            );
+            assert_eq!(arith::kv_ssthresh(s[r].cwnd), u(&p["loss_new_ssthresh"]));
+            // The same step as OLIA's with ε = 0 (mptcp_olia.c's own form of the quotient).
+            assert_eq!(
+                arith::olia_counter_delta(&s, r, 0, 1),
+                d,
+                "{state} path {r}"
+            );
+            // Against the real-valued increase (ALGORITHMS.md §1.5): with X = 2^10·Σ_k
+            // w_k·rtt_r/rtt_k the ideal step is 2^30·w_r/X² = 1024·Δw_r, and the kernel's
+            // denominator 1 + Σ_k ⌊…⌋ lies in (X − n + 1, X + 1], so the step lies between the
+            // floors of 1024·Δw_r·(X/(X + 1))² and 1024·Δw_r·(X/(X − n + 1))².
+            let ideal = &v["ideal"]["per_path"][r];
+            let exact = u(&ideal["inc_num"]) as f64 / u(&ideal["inc_den"]) as f64;
+            assert!((exact - f(&ideal["inc_per_ack"])).abs() < 1e-15);
+            let rtt = |k: usize| f(&v["rtt"][k]);
+            let x: f64 = (0..s.len())
+                .map(|k| 1024.0 * s[k].cwnd as f64 * rtt(r) / rtt(k))
+                .sum();
+            let lo = (1024.0 * exact * (x / (x + 1.0)).powi(2) - 1e-9).floor() as i64;
+            let hi = (1024.0 * exact * (x / (x - n + 1.0)).powi(2) + 1e-9).floor() as i64;
+            assert!(
+                (lo..=hi).contains(&d),
+                "{state} path {r}: step {d} outside [{lo}, {hi}] from the ideal {exact}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 11, "Kelly–Voice per-path vectors checked");
+    println!("Kelly–Voice: {checked} per-path linux vectors matched");
 }
 
 #[test]
@@ -273,6 +342,9 @@ proptest! {
             let (num, den) = arith::olia_epsilon(&s, r, s.len() as u64);
             prop_assert_eq!((num, den), (e.num, e.den));
             prop_assert_eq!(arith::olia_counter_delta(&s, r, num, den), kernel_counter_delta(&o, r, e));
+            let kv = arith::kv_counter_delta(&s, r);
+            prop_assert_eq!(kv, kernel_counter_delta_no_epsilon(&o, r));
+            prop_assert_eq!(kv, arith::olia_counter_delta(&s, r, 0, 1));
         }
     }
 }
@@ -346,4 +418,38 @@ proptest! {
             prop_assert_eq!(arith::olia_epsilon(&s, r, s.len() as u64), (e.num, e.den));
         }
     }
+}
+
+fn u32_state() -> impl Strategy<Value = Vec<Sample>> {
+    // The kernel's snd_cwnd and srtt_us are u32. Small and extreme values of each, so that
+    // rate sums below and past 2^32 (the saturation of their square) both occur.
+    let cwnd = prop_oneof![1u64..64, 1u64..=u32::MAX as u64];
+    let srtt = prop_oneof![1u64..16, 8_000u64..8_000_000, 1u64..=u32::MAX as u64];
+    prop::collection::vec((cwnd, srtt, Just(0u64)), 1..=8).prop_map(paths)
+}
+
+proptest! {
+    /// Kelly–Voice's step is exact over the whole range of the kernel's fields: pathweave-cc
+    /// computes it in 128 bits, where nothing saturates below a step of one.
+    #[test]
+    fn kelly_voice_agrees_with_pathweave_cc_over_u32_fields(s in u32_state()) {
+        let o: Vec<KernelOliaSample> = s.iter().map(|y| KernelOliaSample {
+            cwnd: y.cwnd, srtt_us: y.srtt_us, loss_interval: 0,
+        }).collect();
+        for r in 0..s.len() {
+            prop_assert_eq!(arith::kv_counter_delta(&s, r), kernel_counter_delta_no_epsilon(&o, r), "path {}", r);
+        }
+    }
+}
+
+#[test]
+fn kelly_voice_with_equal_rtts_adds_w_r_over_w_squared() {
+    // ALGORITHMS.md §1.5: at equal RTTs Δw_r = w_r/W². W = 100, w = (2, 98): 2·2^10/10^4 and
+    // 98·2^10/10^4 in 2^−10 packet, less the kernel's +1 in the denominator (1 + 102400).
+    let s = paths(vec![(2, 800_000, 0), (98, 800_000, 0)]);
+    assert_eq!(arith::kv_counter_delta(&s, 0), 0); // ⌊0.2048·(102400/102401)²⌋
+    assert_eq!(arith::kv_counter_delta(&s, 1), 10); // ⌊10.035…⌋
+                                                    // A missing path, or no paths, adds nothing.
+    assert_eq!(arith::kv_counter_delta(&s, 2), 0);
+    assert_eq!(arith::kv_counter_delta(&[], 0), 0);
 }

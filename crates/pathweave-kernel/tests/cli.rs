@@ -93,8 +93,15 @@ fn load_status_unload_round_trip_and_names_taken() {
     }
     let o = kernel(&["load", "--prefix", &p]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let loaded = String::from_utf8_lossy(&o.stdout).into_owned();
     let result = std::panic::catch_unwind(|| {
-        assert!(pathweave_kernel::loader::available().contains(&name));
+        let available = pathweave_kernel::loader::available();
+        // Every controller is registered, and the command names each.
+        for a in Algorithm::ALL {
+            let n = Prefix::new(&p).unwrap().name(a);
+            assert!(available.contains(&n), "{n} not registered: {available:?}");
+            assert!(loaded.contains(&n), "{n} not named: {loaded}");
+        }
         let again = kernel(&["load", "--prefix", &p]);
         assert_eq!(again.status.code(), Some(2));
         assert!(
@@ -111,6 +118,17 @@ fn load_status_unload_round_trip_and_names_taken() {
             out.contains(&format!("{p}_coupled")) && out.contains("registered"),
             "{out}"
         );
+        // status lists every controller, pinned and registered.
+        for a in Algorithm::ALL {
+            let n = Prefix::new(&p).unwrap().name(a);
+            let line = out
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(&n));
+            assert!(
+                line.is_some_and(|l| !l.contains("not pinned") && !l.contains("not registered")),
+                "{n}: {out}"
+            );
+        }
     });
     let o = kernel(&["unload", "--prefix", &p]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -202,7 +220,7 @@ fn a_load_over_a_partly_removed_one_is_refused_and_registers_nothing() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let result = std::panic::catch_unwind(|| {
         // Remove the links' pins by hand: the controllers unregister, the maps stay pinned.
-        for n in ["lia", "olia", "balia", "coupled", "bmc", "conn_close"] {
+        for n in ["lia", "olia", "balia", "coupled", "bmc", "kv", "conn_close"] {
             std::fs::remove_file(dir.join(n)).unwrap();
         }
         assert!(wait_registered(&p, false), "{p}_lia stayed registered");
@@ -256,6 +274,7 @@ fn status_lists_every_load_beside_a_stale_directory_and_names_it() {
         assert_eq!(s.status.code(), Some(1), "{out}{err}");
         assert!(out.contains(&format!("prefix {p} ")), "{out}");
         assert!(out.contains(&format!("{p}_bmc")), "{out}");
+        assert!(out.contains(&format!("{p}_kv")), "{out}");
         assert!(err.contains(&stale_dir.display().to_string()), "{err}");
         assert!(
             err.contains(&format!("pathweave kernel unload --prefix {stale}")),

@@ -2,8 +2,9 @@
 /*
  * pw.bpf.c — coupled congestion control for Linux MPTCP subflows as BPF struct_ops:
  * pw_lia, pw_olia, pw_balia (the `linux` arithmetic of pathweave-cc, from the out-of-tree
- * MPTCP kernel), pw_coupled (the fully coupled increase 1/W and decrease W/2) and pw_bmc
- * (BMC's weighted AIMD, weights written by a userspace proportion manager).
+ * MPTCP kernel), pw_coupled (the fully coupled increase 1/W and decrease W/2), pw_bmc
+ * (BMC's weighted AIMD, weights written by a userspace proportion manager) and pw_kv
+ * (Kelly and Voice's coupled increase, ALGORITHMS.md §1.5, on OLIA's counter with ε = 0).
  *
  * Every ops table shares the same hooks, specialised by an algorithm constant. A socket that
  * is not an MPTCP subflow, a subflow without a usable sibling (including a connection that
@@ -85,7 +86,7 @@ static const __u8 pw_zero_conn[sizeof(struct pw_conn)];
 struct pw_ca {
 	__u64 conn;     /* pw_conns key, 0 while not registered */
 	__u64 cnt;      /* LIA/Balia event counter, fully coupled ACK counter, AIMD credit */
-	__s64 olia_cnt; /* OLIA's signed counter in 2^-10 packet */
+	__s64 olia_cnt; /* OLIA's (and Kelly–Voice's) signed counter in 2^-10 packet */
 	__u32 ai;       /* Balia's cached ai (0: not computed) */
 	__u32 md;       /* Balia's cached md */
 	__u32 slot;
@@ -669,6 +670,8 @@ static __always_inline __u32 pw_ssthresh(struct sock *sk, __u32 algo)
 		for (i = 0; i < PW_MAX_PATHS && i < v.n; i++)
 			total += v.s.s[i].cwnd;
 		ss = pw_coupled_ssthresh(cwnd, total);
+	} else if (algo == PW_ALGO_KV) {
+		ss = pw_kv_ssthresh(cwnd); /* Kelly & Voice 2005: w_r ← w_r/2 */
 	}
 	return (__u32)ss;
 }
@@ -705,7 +708,8 @@ static __always_inline void pw_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 		}
 		return;
 	}
-	if (!pw_sync(sk, ca, &v, algo == PW_ALGO_OLIA || algo == PW_ALGO_COUPLED) ||
+	if (!pw_sync(sk, ca, &v,
+		     algo == PW_ALGO_OLIA || algo == PW_ALGO_COUPLED || algo == PW_ALGO_KV) ||
 	    !pw_coupled_view(&v)) {
 		if (ca->flags & PW_CA_COUPLED) {
 			ca->flags &= ~PW_CA_COUPLED;
@@ -761,6 +765,15 @@ static __always_inline void pw_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 		grow = pw_coupled_step(&ca->cnt, total, acked);
 		if (grow)
 			pw_set_cwnd(tp, cwnd + grow);
+	} else if (algo == PW_ALGO_KV) {
+		/*
+		 * Kelly & Voice 2005: Δw_r = (w_r/rtt_r²)/(Σ_k w_k/rtt_k)² per ACK, summed over the
+		 * effective windows (ssthresh in recovery, mptcp_get_crt_cwnd), counted per ACK
+		 * event on OLIA's counter as mptcp_olia.c's first term. No loss markers: ε ≡ 0.
+		 */
+		pw_s64 d = pw_kv_counter_delta(&v.s, v.n, v.me);
+
+		pw_set_cwnd(tp, pw_olia_counter_step(&ca->olia_cnt, d, cwnd));
 	} else if (algo == PW_ALGO_BMC) {
 		__u64 weight = pw_bmc_effective_weight(&v.w, v.n, v.me);
 
@@ -870,3 +883,4 @@ PW_OPS(pw_olia, PW_ALGO_OLIA)
 PW_OPS(pw_balia, PW_ALGO_BALIA)
 PW_OPS(pw_coupled, PW_ALGO_COUPLED)
 PW_OPS(pw_bmc, PW_ALGO_BMC)
+PW_OPS(pw_kv, PW_ALGO_KV)

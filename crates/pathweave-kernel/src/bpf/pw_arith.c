@@ -37,6 +37,13 @@ pw_u64 pwx_olia_counter_step(pw_s64 *cnt, pw_s64 d, pw_u64 cwnd)
 	return pw_olia_counter_step(cnt, d, cwnd);
 }
 
+pw_s64 pwx_kv_counter_delta(const struct pw_samples *p, pw_u32 n, pw_u32 r)
+{
+	return pw_kv_counter_delta(p, n, r);
+}
+
+pw_u64 pwx_kv_ssthresh(pw_u64 cwnd) { return pw_kv_ssthresh(cwnd); }
+
 int pwx_balia_recalc(const struct pw_samples *p, pw_u32 n, pw_u32 r, pw_u64 mss,
 		     struct pw_balia *out)
 {

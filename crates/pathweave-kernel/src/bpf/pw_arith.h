@@ -11,11 +11,11 @@
  *
  * Windows are in packets, RTTs are the kernel's srtt_us (eight times the smoothed RTT in µs),
  * as in the out-of-tree MPTCP kernel the `linux` modes follow (ALGORITHMS.md §1.2, §2.2,
- * §3.2). Products are computed in 64 bits as that kernel did; where one would overflow it
- * saturates at 2^64 − 1 instead of wrapping (pathweave-cc computes in 128 bits, so the two
- * agree wherever no intermediate value reaches 2^64). OLIA's best-path comparisons, whose
- * ℓ·srtt² products pass 2^64 on long paths with long loss intervals, are exact
- * (pw_mul_cmp), as pathweave-cc's.
+ * §3.2; Kelly–Voice, §1.5, runs on OLIA's arithmetic with ε = 0). Products are computed in
+ * 64 bits as that kernel did; where one would overflow it saturates at 2^64 − 1 instead of
+ * wrapping (pathweave-cc computes in 128 bits, so the two agree wherever no intermediate
+ * value reaches 2^64). OLIA's best-path comparisons, whose ℓ·srtt² products pass 2^64 on
+ * long paths with long loss intervals, are exact (pw_mul_cmp), as pathweave-cc's.
  */
 #ifndef PW_ARITH_H
 #define PW_ARITH_H
@@ -381,6 +381,43 @@ PW_INLINE pw_u64 pw_olia_loss_interval(pw_u32 loss1, pw_u32 loss2, pw_u32 loss3)
 {
 	return pw_max((pw_u32)(loss3 - loss2), (pw_u32)(loss2 - loss1));
 }
+
+/* ---- Kelly–Voice (ALGORITHMS.md §1.5) --------------------------------------------------- */
+
+/*
+ * The counter change (in 2^−10 packet) of one ACK event on path r under Kelly and Voice's
+ * "Coupled" increase (Kelly & Voice, "Stability of end-to-end algorithms for joint routing
+ * and rate control", ACM SIGCOMM CCR 35(2), 2005; Han et al. 2004), per ACK on r
+ * Δw_r = (w_r/rtt_r²)/(Σ_k w_k/rtt_k)². Multiplying above and below by (2^10·srtt_r)² gives
+ * mptcp_olia.c's first term, OLIA's increase with ε = 0:
+ *
+ *   ⌊2^30·w_r / rate⌋,  rate = (1 + Σ_k ⌊w_k·2^10·srtt_r/srtt_k⌋)²
+ *
+ * on OLIA's counter (pw_olia_counter_step). mptcp_olia.c divides 2^10·(w_r·2^10)² by
+ * w_r·rate, the same quotient; here w_r is cancelled first, so one product fewer can reach
+ * 2^64. For windows and srtt_us below 2^32 (the kernel's u32 fields) the step is exact: a
+ * rate sum that reaches 2^32 saturates its square, where the exact step is below one and
+ * truncates to 0 as well. Negative steps never occur; the value is clamped to the counter's
+ * type.
+ */
+PW_API pw_s64 pw_kv_counter_delta(const struct pw_samples *ps, pw_u32 n, pw_u32 r)
+{
+	pw_u64 srtt_r, rate, q;
+	const struct pw_sample *p;
+
+	if (!ps || r >= n || r >= PW_MAX_PATHS)
+		return 0;
+	p = ps->s;
+	PW_BOUND(r);
+	srtt_r = pw_max(p[r].srtt_us, 1);
+	rate = pw_add(1, pw_scaled_rate_sum(ps, n, srtt_r)); /* PW_OLIA_SCALE = 10 */
+	rate = pw_mul(rate, rate);
+	q = pw_div(pw_shl(p[r].cwnd, 3 * PW_OLIA_SCALE), rate);
+	return (pw_s64)pw_min(q, (pw_u64)0x7fffffffffffffffULL);
+}
+
+/* Kelly–Voice's decrease, w_r/2 on a loss on r, in the kernel's form: tcp_reno_ssthresh. */
+PW_INLINE pw_u64 pw_kv_ssthresh(pw_u64 cwnd) { return pw_reno_ssthresh(cwnd); }
 
 /* ---- Balia (mptcp_balia.c, ALGORITHMS.md §3.2) ------------------------------------------ */
 

@@ -15,7 +15,7 @@
 #ifndef PW_INTF_H
 #define PW_INTF_H
 
-#define PW_VERSION 5
+#define PW_VERSION 6
 
 /* Algorithm ids, stored in each connection entry. */
 #define PW_ALGO_LIA 1
@@ -23,6 +23,7 @@
 #define PW_ALGO_BALIA 3
 #define PW_ALGO_COUPLED 4
 #define PW_ALGO_BMC 5
+#define PW_ALGO_KV 6
 
 /* pw_slot.flags */
 #define PW_SLOT_USED 1
