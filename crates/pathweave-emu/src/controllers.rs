@@ -1,8 +1,8 @@
 //! Which kernel congestion control runs each flow, and the coupled controllers of one run.
 //!
 //! Reno and uncoupled multipath run the kernel's `reno`. The coupled algorithms (`lia`,
-//! `olia`, `balia`, `fully-coupled`, `bmc`) run on pathweave-kernel's BPF `struct_ops`
-//! controllers:
+//! `olia`, `balia`, `fully-coupled`, `bmc`, `kelly-voice`) run on pathweave-kernel's BPF
+//! `struct_ops` controllers:
 //!
 //! * with the `kernel` feature, each run loads its own private copy under a prefix made from
 //!   its run number (`e<base 36>_lia`, …), unpinned: it unregisters when the run ends, also
@@ -25,12 +25,13 @@ use pathweave_sim::scenario::{Control, FlowKind, Scenario};
 
 /// The scenario algorithms that run on pathweave-kernel's controllers, with the suffix of
 /// each controller's name.
-pub(crate) const COUPLED: [(&str, &str); 5] = [
+pub(crate) const COUPLED: [(&str, &str); 6] = [
     ("lia", "lia"),
     ("olia", "olia"),
     ("balia", "balia"),
     ("fully-coupled", "coupled"),
     ("bmc", "bmc"),
+    ("kelly-voice", "kv"),
 ];
 
 /// The prefix of controllers loaded with `pathweave kernel load` and no `--prefix`.
@@ -332,6 +333,20 @@ mod tests {
         assert_eq!(coupled_suffix("fully-coupled"), Some("coupled"));
         assert_eq!(coupled_suffix("lia"), Some("lia"));
         assert_eq!(coupled_suffix("uncoupled"), None);
-        assert_eq!(coupled_suffix("kelly-voice"), None);
+        assert_eq!(coupled_suffix("kelly-voice"), Some("kv"));
+        assert_eq!(coupled_suffix("kelly_voice"), None);
+    }
+
+    /// Every coupled algorithm runs on the kernel controller that pathweave-kernel registers
+    /// for the same scenario name.
+    #[cfg(feature = "kernel")]
+    #[test]
+    fn the_suffixes_are_pathweave_kernels() {
+        use pathweave_kernel::Algorithm;
+        for (name, suffix) in COUPLED {
+            let a = Algorithm::from_scenario_name(name);
+            assert_eq!(a.map(Algorithm::suffix), Some(suffix), "{name}");
+        }
+        assert_eq!(COUPLED.len(), Algorithm::ALL.len());
     }
 }

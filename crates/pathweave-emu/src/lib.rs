@@ -97,9 +97,10 @@ impl Default for Options {
 }
 
 /// How the kernel runs scenario algorithm `name`, if it can: `reno` for single-path Reno and
-/// uncoupled multipath; `PREFIX_lia`, `PREFIX_olia`, `PREFIX_balia`, `PREFIX_coupled` and
-/// `PREFIX_bmc` (pathweave-kernel's BPF controllers) for the coupled algorithms, shown here
-/// with the prefix `pw`. A run that loads its own controllers uses a prefix of its own.
+/// uncoupled multipath; `PREFIX_lia`, `PREFIX_olia`, `PREFIX_balia`, `PREFIX_coupled`,
+/// `PREFIX_bmc` and `PREFIX_kv` (pathweave-kernel's BPF controllers) for the coupled
+/// algorithms, shown here with the prefix `pw`. A run that loads its own controllers uses a
+/// prefix of its own.
 pub fn kernel_algorithm(name: &str) -> Option<String> {
     match name {
         "reno" | "newreno" | "uncoupled" => Some("reno".to_string()),
@@ -340,11 +341,11 @@ fn unrepresentable_setting(
             rto as f64 / 1e6
         ));
     }
-    // The coupled controllers have only the Linux arithmetic, under which LIA, OLIA and
-    // Balia count per ACK event, and fully coupled control's increase counts the packets each
-    // ACK covers. Left unset, these run the kernel's (run.json's kernel_arithmetic); written
-    // out as something else, they are refused.
-    let lia_like = matches!(spec.name.as_str(), "lia" | "olia" | "balia");
+    // The coupled controllers have only the Linux arithmetic, under which LIA, OLIA, Balia
+    // and Kelly–Voice (pw_kv, on OLIA's counter) count per ACK event, and fully coupled
+    // control's increase counts the packets each ACK covers. Left unset, these run the
+    // kernel's (run.json's kernel_arithmetic); written out as something else, they are refused.
+    let lia_like = matches!(spec.name.as_str(), "lia" | "olia" | "balia" | "kelly-voice");
     let (key, value, runs) = if lia_like && spec.written_arithmetic == Some(Arithmetic::Spec) {
         (
             "arithmetic",
@@ -613,7 +614,7 @@ mod tests {
             kernel_algorithm("fully-coupled").as_deref(),
             Some("pw_coupled")
         );
-        assert_eq!(kernel_algorithm("kelly-voice"), None);
+        assert_eq!(kernel_algorithm("kelly-voice").as_deref(), Some("pw_kv"));
         assert_eq!(kernel_algorithm("veno"), None);
     }
 
@@ -742,6 +743,39 @@ mod tests {
         assert!(msg.contains("\"per-ack-event\" only"), "{msg}");
         for extra in ["arithmetic = \"linux\"", ""] {
             let r = check_scenario(&mp_with("", extra), &Options::default());
+            assert!(r.is_ok(), "{extra}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn kelly_voice_runs_the_kernels_arithmetic_only() {
+        if !runs_here("kelly-voice", &available_algorithms()) {
+            println!("skipped: this build does not run kelly-voice (no BPF controllers)");
+            return;
+        }
+        let kv = |extra: &str| {
+            scenario(&format!(
+                "[[flow]]\nname = \"mp\"\nalgorithm = \"kelly-voice\"\n{extra}\n\
+                 subflows = [ {{ path = [\"a\"] }}, {{ path = [\"b\"] }} ]\n"
+            ))
+        };
+        for (extra, names, runs) in [
+            (
+                "arithmetic = \"spec\"",
+                "arithmetic = \"spec\"",
+                "arithmetic = \"linux\" only",
+            ),
+            (
+                "arithmetic = \"linux\"\ncounting = \"per-packet\"",
+                "counting = \"per-packet\"",
+                "counting = \"per-ack-event\" only",
+            ),
+        ] {
+            let msg = refusal(&kv(extra));
+            assert!(msg.contains(names) && msg.contains(runs), "{extra}: {msg}");
+        }
+        for extra in ["", "arithmetic = \"linux\"", "counting = \"per-ack-event\""] {
+            let r = check_scenario(&kv(extra), &Options::default());
             assert!(r.is_ok(), "{extra}: {r:?}");
         }
     }
