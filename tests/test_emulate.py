@@ -7,6 +7,7 @@ length in wall time. Every test also checks that nothing of the emulator's is le
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -62,14 +63,77 @@ def realtime(test):  # type: ignore[no-untyped-def]
     return pytest.mark.emulation(needs_root(test))
 
 
+def _enter(ns: str) -> list[str]:
+    """The command prefix that runs a program inside namespace ``ns`` as ``leftovers`` lists
+    it: a path a live process holds it by (``nsenter``), or a name under /run/netns."""
+    return ["nsenter", f"--net={ns}"] if ns.startswith("/") else ["ip", "netns", "exec", ns]
+
+
 def _tun_devices(namespaces: list[str]) -> list[str]:
     """TUN devices of the emulator in the root namespace and in ``namespaces``."""
     found = []
     for ns in [None, *namespaces]:
-        cmd = ["ip", "-o", "link", "show"] if ns is None else ["ip", "-n", ns, "-o", "link", "show"]
-        out = subprocess.run(cmd, capture_output=True, text=True).stdout
-        found += [line for line in out.splitlines() if ": pw-" in line]
+        cmd = ["ip", "-o", "link", "show"]
+        out = subprocess.run(cmd if ns is None else [*_enter(ns), *cmd], capture_output=True)
+        found += [line for line in out.stdout.decode().splitlines() if ": pw-" in line]
     return found
+
+
+def _netns_inode(link: str) -> int | None:
+    """The network namespace a /proc link (``net:[4026531840]``) points to, if it does."""
+    try:
+        m = re.fullmatch(r"net:\[(\d+)\]", os.readlink(link))
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def _reachable_namespaces() -> set[int]:
+    """Every network namespace something can still reach, by inode: a process or a thread
+    inside it, a descriptor of it, or a mount of it (nsfs, as this process sees the mounts).
+    A namespace nothing reaches is freed by the kernel, its devices with it."""
+    found: set[int] = set()
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        links = [f"/proc/{pid}/ns/net"]
+        for sub, name in (("task", "/ns/net"), ("fd", "")):
+            with contextlib.suppress(OSError):  # gone, or a kernel thread's
+                links += [f"/proc/{pid}/{sub}/{e}{name}" for e in os.listdir(f"/proc/{pid}/{sub}")]
+        found.update(i for i in map(_netns_inode, links) if i is not None)
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        m = re.fullmatch(r"net:\[(\d+)\]", line.split()[3])
+        if m:
+            found.add(int(m.group(1)))
+    return found
+
+
+def _held(pid: int) -> set[int]:
+    """The inodes of the namespaces ``leftovers(pid)`` lists (paths and names)."""
+    inodes = set()
+    for ns in leftovers(pid):
+        if ns.startswith("/"):
+            ino = _netns_inode(ns)
+        else:
+            try:
+                ino = os.stat(f"/run/netns/{ns}").st_ino
+            except OSError:
+                ino = None
+        if ino is not None:
+            inodes.add(ino)
+    return inodes
+
+
+def _namespace_with(pid: int, address: str, timeout: float = 10.0) -> str:
+    """The namespace of process ``pid`` (as ``leftovers`` lists it) that has ``address``, as
+    soon as it has it: 198.18.0.1 is the first flow's sender, 198.19.0.1 its receiver."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for ns in leftovers(pid):
+            cmd = [*_enter(ns), "ip", "-o", "-4", "addr", "show"]
+            out = subprocess.run(cmd, capture_output=True, text=True).stdout
+            if f" {address}/" in out:
+                return ns
+        assert time.monotonic() < deadline, f"no namespace of {pid} has {address}"
+        time.sleep(0.05)
 
 
 def tcp_orphans() -> int:
@@ -235,7 +299,7 @@ def _echoes(namespace: str, to: str, source: str) -> tuple[float, int]:
     were answered, once the namespace's devices have come up."""
     time.sleep(0.3)
     out = subprocess.run(
-        ["ip", "netns", "exec", namespace, sys.executable, "-c", _PING, to, source],
+        [*_enter(namespace), sys.executable, "-c", _PING, to, source],
         capture_output=True,
         text=True,
         timeout=20,
@@ -289,11 +353,8 @@ def _idle_echoes(tmp_path: Path) -> tuple[float, int, EmulatedResult]:
     box: dict[str, EmulatedResult] = {}
     worker = threading.Thread(target=lambda: box.setdefault("r", emulate(path)))
     worker.start()
-    deadline = time.monotonic() + 3
-    while len(leftovers(os.getpid())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    sender = next(n for n in leftovers(os.getpid()) if n.endswith("-0s"))
     try:
+        sender = _namespace_with(os.getpid(), "198.18.0.1", timeout=3)
         median, answered = _echoes(sender, "198.19.0.1", "198.18.0.1")
     finally:
         worker.join()
@@ -767,6 +828,15 @@ def _wait_for_namespaces(pid: int, n: int, timeout: float = 5.0) -> None:
     time.sleep(0.5)
 
 
+def _wait_for_devices(namespaces: list[str], n: int, timeout: float = 10.0) -> list[str]:
+    """The emulator's TUN devices in ``namespaces`` once there are ``n``."""
+    deadline = time.monotonic() + timeout
+    while len(found := _tun_devices(namespaces)) < n:
+        assert time.monotonic() < deadline, f"{len(found)} of {n} TUN devices: {found}"
+        time.sleep(0.05)
+    return found
+
+
 @realtime
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_removes_everything(tmp_path: Path, sig: signal.Signals) -> None:
@@ -786,6 +856,7 @@ def test_a_stop_during_setup_ends_it_there(tmp_path: Path) -> None:
     flow = '[[flow]]\nname = "tcp{i}"\ncount = 64\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(10, flow, duration="30s"))
     proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
+    made: set[int] = set()
     try:
         deadline = time.monotonic() + 30
         while not leftovers(proc.pid):
@@ -794,7 +865,9 @@ def test_a_stop_during_setup_ends_it_there(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         most = 0
         while proc.poll() is None:
-            most = max(most, len(leftovers(proc.pid)))
+            held = _held(proc.pid)
+            made |= held
+            most = max(most, len(held))
             time.sleep(0.02)
     finally:
         if proc.poll() is None:
@@ -802,7 +875,9 @@ def test_a_stop_during_setup_ends_it_there(tmp_path: Path) -> None:
         code = proc.wait(timeout=30)
     assert code == 130
     assert most < 128, "setup went on to make all 128 namespaces after the stop"
+    assert made
     assert leftovers(proc.pid) == []
+    assert not made & _reachable_namespaces()
     assert not (tmp_path / "out").exists()
 
 
@@ -826,7 +901,7 @@ def test_both_ends_run_the_tcp_the_simulator_models(tmp_path: Path) -> None:
         }
         for ns in leftovers(proc.pid):
             out = subprocess.run(
-                ["ip", "netns", "exec", ns, "sysctl", "-n", *expected],
+                [*_enter(ns), "sysctl", "-n", *expected],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -836,21 +911,40 @@ def test_both_ends_run_the_tcp_the_simulator_models(tmp_path: Path) -> None:
         assert proc.wait(timeout=30) == 0
 
 
+NAMED = {**os.environ, "PATHWEAVE_NAME_NAMESPACES": "1"}
+"""The environment of a run that also names its namespaces under /run/netns."""
+
+
 @realtime
-def test_a_killed_run_is_cleaned_up_by_cleanup(tmp_path: Path) -> None:
+def test_a_killed_run_that_named_its_namespaces_is_cleaned_up_by_cleanup(tmp_path: Path) -> None:
+    """With PATHWEAVE_NAME_NAMESPACES=1 a run mounts its namespaces under /run/netns by name
+    while it lasts; killed outright, it leaves those names (and so the namespaces, without
+    their TUN devices) for `--cleanup`."""
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(10, flow, duration="30s"))
-    proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
-    _wait_for_namespaces(proc.pid, 2)
-    proc.kill()
-    proc.wait(timeout=10)
-    left = leftovers(proc.pid)
-    assert len(left) == 2  # the namespaces outlive a SIGKILL …
-    assert _tun_devices(left) == []  # … but the TUN devices died with the descriptors
-    out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
+    cmd = _cli("emulate", str(path), "--out", str(tmp_path / "out"))
+    proc = subprocess.Popen(cmd, env=NAMED, stderr=subprocess.PIPE, text=True)
+    named: list[str] = []
+    try:
+        _wait_for_namespaces(proc.pid, 2)
+        named = leftovers(proc.pid)
+        assert all(n.startswith(f"pwemu-{proc.pid:x}-") for n in named), named
+        _wait_for_devices(named, 2)  # `ip netns exec` works on them
+    finally:
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        try:
+            left = leftovers(proc.pid)
+            held = _held(proc.pid)
+            assert sorted(left) == sorted(named)  # the names outlive a SIGKILL …
+            assert _tun_devices(left) == []  # … but the TUN devices died with the descriptors
+            assert all(f"ip netns exec {n}" in err for n in left), err
+        finally:
+            out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
     assert out.returncode == 0
     assert all(n in out.stdout for n in left)
     assert leftovers(proc.pid) == []
+    assert not held & _reachable_namespaces()
 
 
 @realtime
@@ -898,9 +992,9 @@ def test_cleanup_tells_a_running_emulation_from_a_reused_process_id(tmp_path: Pa
 
 @realtime
 def test_a_namespace_that_cannot_be_deleted_is_reported(tmp_path: Path) -> None:
-    """An `ip` that fails every `netns delete`: the run still writes its results, but warns
-    on stderr naming each namespace left and `--cleanup`, and run.json lists them in
-    `namespaces_left` instead of passing them for removed."""
+    """A run that names its namespaces and an `ip` that fails every `netns delete`: the run
+    still writes its results, but warns on stderr naming each namespace left and `--cleanup`,
+    and run.json lists them in `namespaces_left` instead of passing them for removed."""
     real_ip = shutil.which("ip")
     assert real_ip is not None
     fake = tmp_path / "bin"
@@ -915,7 +1009,7 @@ def test_a_namespace_that_cannot_be_deleted_is_reported(tmp_path: Path) -> None:
     (fake / "ip").chmod(0o755)
     flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
     path = _scenario(tmp_path, _one_link(10, flow, duration="2s"))
-    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**NAMED, "PATH": f"{fake}{os.pathsep}{os.environ.get('PATH', '')}"}
     proc = subprocess.Popen(
         _cli("emulate", str(path), "--out", str(tmp_path / "out")),
         env=env,
@@ -966,8 +1060,8 @@ def _struct_ops_names() -> set[str]:
 def test_a_killed_coupled_run_leaves_no_controller_registered(tmp_path: Path) -> None:
     """A run's private BPF controllers go with its process, SIGKILL included: the sockets set
     their congestion control themselves, every MPTCP subflow takes its connection's, and no
-    namespace defaults to the run's controller (which would hold it registered until
-    `--cleanup`). Only the namespaces stay, for `--cleanup`."""
+    namespace defaults to the run's controller (which would hold it registered for as long as
+    the namespace lives). The namespaces go too."""
     if not _core.EMULATE_LOADS_CONTROLLERS:
         pytest.skip("this build of the extension has no BPF controllers")
     if not Path("/sys/kernel/btf/vmlinux").exists():
@@ -983,7 +1077,9 @@ def test_a_killed_coupled_run_leaves_no_controller_registered(tmp_path: Path) ->
     proc = subprocess.Popen(_cli("emulate", str(path), "--out", str(tmp_path / "out")))
     try:
         _wait_for_namespaces(proc.pid, 2)
-        sender = next(n for n in leftovers(proc.pid) if n.endswith("s"))
+        sender = _namespace_with(proc.pid, "198.18.0.1")
+        held = _held(proc.pid)
+        assert len(held) == 2
         # A run's controllers are e<run number in base 36>_lia and so on.
         ours = {c for c in _registered() - before if re.fullmatch(r"e[0-9a-z]+_[a-z]+", c)}
         assert {c.rsplit("_", 1)[1] for c in ours} >= {"lia", "bmc"}, ours
@@ -993,7 +1089,7 @@ def test_a_killed_coupled_run_leaves_no_controller_registered(tmp_path: Path) ->
         deadline = time.monotonic() + 10.0
         while True:
             ss = subprocess.run(
-                ["ip", "netns", "exec", sender, "ss", "-tin", "state", "established"],
+                [*_enter(sender), "ss", "-tin", "state", "established"],
                 capture_output=True,
                 text=True,
             ).stdout
@@ -1002,7 +1098,7 @@ def test_a_killed_coupled_run_leaves_no_controller_registered(tmp_path: Path) ->
             time.sleep(0.2)
         assert ss.count(f" {lia} ") == 2, ss
         default = subprocess.run(
-            ["ip", "netns", "exec", sender, "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
+            [*_enter(sender), "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
             capture_output=True,
             text=True,
         ).stdout.strip()
@@ -1017,14 +1113,92 @@ def test_a_killed_coupled_run_leaves_no_controller_registered(tmp_path: Path) ->
             f"to {default})"
         )
         assert default not in ours, default
-        assert len(leftovers(proc.pid)) == 2  # the namespaces stay until --cleanup
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
-        out = subprocess.run(_cli("emulate", "--cleanup"), capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
     assert leftovers(proc.pid) == []
+    assert not held & _reachable_namespaces(), "the killed run's namespaces outlived it"
+
+
+_EMULATE_IN_PYTHON = """
+import sys
+from pathweave.emulate import emulate
+emulate(sys.argv[1])
+"""
+
+
+@realtime
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_python_program_ended_by_a_signal_leaves_nothing(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A Python program running `emulate()` on the headline scenario, ended by a signal it
+    does not handle (SIGTERM's default action ends it without unwinding, as SIGKILL does):
+    its namespaces, their TUN devices, its BPF controllers and its child processes all go
+    with it."""
+    text = (SCENARIOS / "headline.toml").read_text()
+    assert 'duration = "100s"' in text
+    assert 'algorithm = "lia"' in text
+    text = text.replace('duration = "100s"', 'duration = "30s"')
+    loads = _core.EMULATE_LOADS_CONTROLLERS
+    if not loads:  # LIA would need controllers loaded beforehand
+        text = text.replace('algorithm = "lia"', 'algorithm = "uncoupled"')
+    path = tmp_path / "headline.toml"
+    path.write_text(text)
+    before = _registered()
+    proc = subprocess.Popen([sys.executable, "-c", _EMULATE_IN_PYTHON, str(path)])
+    children: set[psutil.Process] = set()
+    held: set[int] = set()
+    devices: list[str] = []
+    ours: set[str] = set()
+    try:
+        # Two flows, four namespaces; the multipath flow has two TUN devices at either end.
+        deadline = time.monotonic() + 30
+        while len(leftovers(proc.pid)) < 4:
+            assert proc.poll() is None, "the emulation ended early"
+            assert time.monotonic() < deadline, "the emulation did not start"
+            children |= set(psutil.Process(proc.pid).children(recursive=True))
+            time.sleep(0.02)
+        devices = _wait_for_devices(leftovers(proc.pid), 6)
+        held = _held(proc.pid)
+        assert len(held) == 4, leftovers(proc.pid)
+        if loads:
+            # A run's controllers are e<run number in base 36>_lia and so on.
+            ours = {c for c in _registered() - before if re.fullmatch(r"e[0-9a-z]+_[a-z]+", c)}
+            assert any(c.endswith("_lia") for c in ours), ours
+        # The multipath flow's connection is up: its receiver has accepted it.
+        receiver = _namespace_with(proc.pid, "198.19.0.1")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            cmd = [*_enter(receiver), "ss", "-Htn", "state", "established"]
+            if subprocess.run(cmd, capture_output=True, text=True).stdout.strip():
+                break
+            time.sleep(0.1)
+        children |= set(psutil.Process(proc.pid).children(recursive=True))
+        proc.send_signal(sig)
+        assert proc.wait(timeout=10) == -sig
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    # No process, thread, descriptor or mount reaches a namespace of the run any more: the
+    # kernel frees them, and their devices with them.
+    assert leftovers(proc.pid) == []
+    assert not held & _reachable_namespaces(), "a namespace of the run outlived it"
+    # None of its devices in the root namespace either (each flow numbers its own: pw-<run>-0
+    # and pw-<run>-1 for the multipath flow, pw-<run>-0 for the Reno flow).
+    names = {line.split(":")[1].strip() for line in devices}
+    assert names == {f"pw-{proc.pid:x}-00-0", f"pw-{proc.pid:x}-00-1"}, names
+    root = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    assert not [n for n in names if f": {n}" in root], root
+    # Its controllers unregister once the last socket using them has gone.
+    deadline = time.monotonic() + 5.0
+    while _registered() & ours and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _registered() & ours, "the run's controllers are still registered"
+    # Its child processes (`ip`, short-lived) died with it.
+    assert not [c for c in children if c.is_running()]
 
 
 @realtime

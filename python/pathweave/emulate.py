@@ -7,8 +7,16 @@ queue and loss code driven by the monotonic clock (crate ``pathweave-emu``). It 
 account of its own timing (release lateness percentiles), its drops and, for sized transfers,
 the byte-for-byte check of what arrived. Runs take real time: a 20 s scenario takes 20 s.
 
-Needs root (CAP_NET_ADMIN), ``/dev/net/tun``, iproute2 and, for multipath flows, MPTCP
-(``net.mptcp.enabled = 1``); otherwise ``EmulationRefused`` says what is missing.
+Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN), ``/dev/net/tun``, iproute2 and, for multipath
+flows, MPTCP (``net.mptcp.enabled = 1``); otherwise ``EmulationRefused`` says what is missing.
+
+Everything a run makes lives only as long as the process that runs it: its network namespaces
+are held by the process's file descriptors and threads, not mounted under ``/run/netns``, so
+they go (and their TUN devices with them) however the process ends, SIGTERM and SIGKILL
+included; its private BPF controllers unregister, and its ``ip`` child processes die with it.
+For debugging, ``PATHWEAVE_NAME_NAMESPACES=1`` in the environment also names the namespaces
+under ``/run/netns`` while the run lasts (for ``ip netns exec``); the names of a run killed
+outright then stay until ``pathweave emulate --cleanup``.
 """
 
 from __future__ import annotations
@@ -39,10 +47,11 @@ class EmulatedResult(Result):
         ``kernel_algorithms``, ``kernel_arithmetic`` (per flow, ``"linux"`` where a
         pathweave BPF controller ran it, whatever the scenario's ``arithmetic``: the
         controllers have only Linux's), ``transfers``, ``link_thread_cpu_s`` (CPU time of the
-        thread that runs the links, user and kernel), ``packets_read``, ``namespaces`` (those
-        the run made) and ``namespaces_left`` (those of them that could not be deleted at its
-        end, also warned about on stderr; ``pathweave emulate --cleanup`` removes them once
-        this process has ended)."""
+        thread that runs the links, user and kernel), ``packets_read``, ``namespaces`` (the names
+        of those the run made) and ``namespaces_left`` (those of them still named under
+        ``/run/netns`` after its end: with ``PATHWEAVE_NAME_NAMESPACES=1``, a name that could
+        not be removed, also warned about on stderr; ``pathweave emulate --cleanup`` removes
+        them once this process has ended; always empty without that option)."""
 
     @property
     def reliable(self) -> bool:
@@ -71,7 +80,9 @@ def emulate(
     ``reno_congestion`` names a registered kernel congestion control (``cubic``, ``bbr``, …)
     to run what the scenario runs as Reno: single-path Reno flows and uncoupled subflows.
     Raises ``EmulationRefused`` (nothing created) or ``EmulationError`` (run failed, all
-    removed); Ctrl-C stops the run, removes what it made and raises KeyboardInterrupt.
+    removed); Ctrl-C stops the run, removes what it made and raises KeyboardInterrupt. A signal
+    that ends the process (SIGTERM without a handler, SIGKILL) leaves nothing either: the
+    namespaces, devices, controllers and child processes go with the process.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
@@ -83,7 +94,8 @@ def emulate(
 
 def _complete(report: dict[str, Any]) -> dict[str, Any]:
     """``report`` with what the run's record adds: ``namespaces_left``, the run's namespaces
-    still present now that it has returned (the emulator warned about each on stderr), and
+    still named under ``/run/netns`` now that it has returned (the emulator warned about each
+    on stderr), and
     ``kernel_arithmetic``, the arithmetic each flow's kernel controller ran."""
     mine = set(report.get("namespaces", []))
     report["namespaces_left"] = [n for n in leftovers(os.getpid()) if n in mine]
@@ -105,12 +117,21 @@ def check(
 
 
 def cleanup() -> list[str]:
-    """Remove the namespaces that killed emulations left behind (a running emulation's are
-    kept: its process id is in their names); returns their names."""
+    """Remove the namespaces that killed emulations left mounted under ``/run/netns`` with the
+    ``pwemu-`` prefix: runs that named theirs (``PATHWEAVE_NAME_NAMESPACES=1``) or earlier
+    versions, which named them all. A running emulation's are kept (its process id is in their
+    names). Returns their names."""
     return list(_core.emulate_cleanup())
 
 
 def leftovers(pid: int | None = None) -> list[str]:
-    """Namespaces of emulations present now (running, or left by a killed run), optionally
-    only those of process ``pid``."""
+    """Namespaces of emulations present now.
+
+    Without ``pid``: those mounted under ``/run/netns`` with the ``pwemu-`` prefix (see
+    :func:`cleanup`), by name. With ``pid``: those of them process ``pid`` made, by name, then
+    the network namespaces the live process ``pid`` holds besides its own and the initial one
+    (a run's, while it lasts), each once as a path, ``/proc/<pid>/fd/<n>`` (or
+    ``/proc/<pid>/task/<tid>/ns/net`` for one only a thread is in), for ``nsenter --net=PATH``.
+    A name works with ``ip netns exec NAME``. Empty for a process that has ended and named
+    nothing."""
     return list(_core.emulate_leftovers(pid))

@@ -3,6 +3,7 @@
 //! sinks. Each runs on its own thread, which first moves itself into its endpoint's network
 //! namespace (a socket stays in the namespace it was created in, whatever thread uses it).
 
+use crate::lab::Netns;
 use crate::pattern::{fill, Hash, Verifier};
 use crate::sys;
 use crate::Clock;
@@ -73,8 +74,9 @@ impl FlowState {
 pub(crate) struct AppSpec {
     pub index: usize,
     pub name: String,
-    pub sender_ns: String,
-    pub receiver_ns: String,
+    /// The namespaces of the two ends (the clones hold them while the threads run).
+    pub sender_ns: Netns,
+    pub receiver_ns: Netns,
     /// The receiver's address (subflow 0 connects to it).
     pub server: [u8; 4],
     /// The sender's address of subflow 0.
@@ -120,7 +122,8 @@ fn sleep_until(clock: &Clock, t: u64, stop: &AtomicBool) -> bool {
 
 /// The receiving side's setup, done before any sender starts: a listening socket.
 pub(crate) fn listen(spec: &AppSpec) -> Result<OwnedFd, String> {
-    sys::enter_netns(&crate::lab::netns_path(&spec.receiver_ns))
+    spec.receiver_ns
+        .enter()
         .map_err(|e| io_err("entering the receiver's namespace", e))?;
     match &spec.kind {
         AppKind::Tcp {
@@ -263,7 +266,9 @@ fn udp_receive(fd: OwnedFd, state: &FlowState, stop: &AtomicBool, size: u32) -> 
 
 /// The sending application: runs until `stop`.
 pub(crate) fn send(spec: AppSpec, state: Arc<FlowState>, clock: Clock, stop: Arc<AtomicBool>) {
-    let r = sys::enter_netns(&crate::lab::netns_path(&spec.sender_ns))
+    let r = spec
+        .sender_ns
+        .enter()
         .map_err(|e| io_err("entering the sender's namespace", e))
         .and_then(|()| {
             state.sender_tid.store(sys::gettid(), Ordering::Relaxed);

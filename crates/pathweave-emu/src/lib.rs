@@ -1,19 +1,22 @@
 //! pathweave-emu: run a pathweave scenario over real Linux TCP, MPTCP and UDP, with every link
 //! emulated in real time by the simulator's own link, queue and loss code.
 //!
-//! Each flow gets two network namespaces (sender and receiver), named
-//! `pwemu-<run id>-<flow>s` / `…r`; each of its paths gets one TUN device at either end. The
-//! emulator process holds every TUN descriptor and carries each packet through exactly the
-//! link directions of its route ([`driver`]): data forward, acknowledgements over the reverse
-//! directions, as in the simulator. Addresses come from the benchmarking range 198.18.0.0/15:
-//! senders' path addresses from 198.18.0.0/16, receivers from 198.19.0.0/16. Nothing is routed
-//! out of the namespaces and the root namespace gets no address, route or device.
+//! Each flow gets two network namespaces (sender and receiver), labelled
+//! `pwemu-<run id>-<flow>s` / `…r` and held by the emulator's file descriptors alone ([`lab`]);
+//! each of its paths gets one TUN device at either end. The emulator process holds every TUN
+//! descriptor and carries each packet through exactly the link directions of its route
+//! ([`driver`]): data forward, acknowledgements over the reverse directions, as in the
+//! simulator. Addresses come from the benchmarking range 198.18.0.0/15: senders' path addresses
+//! from 198.18.0.0/16, receivers from 198.19.0.0/16. Nothing is routed out of the namespaces
+//! and the root namespace gets no address, route or device.
 //!
 //! [`emulate`] checks the scenario and the machine ([`check_scenario`], [`check_environment`]),
 //! builds the test bed, runs it in real time, samples the kernel's own congestion state
 //! (`TCP_INFO`, `MPTCP_TCPINFO`, `MPTCP_SUBFLOW_ADDRS`) and returns the same [`Results`] as a
-//! simulation, plus a [`Report`] on the emulator's own timing. The namespaces are removed on
-//! every way out; [`cleanup_leftovers`] removes what a killed run left.
+//! simulation, plus a [`Report`] on the emulator's own timing. The namespaces, their devices,
+//! the run's BPF controllers and its child processes live only as long as its process,
+//! however that ends; [`cleanup_leftovers`] removes namespaces left mounted under /run/netns
+//! (by a killed run that named them for debugging, or by older versions).
 
 mod apps;
 mod controllers;
@@ -392,9 +395,9 @@ pub fn check_environment(mptcp: bool) -> Result<(), EmuError> {
             format!("this process lacks {}", missing.join(" and "))
         };
         return Err(EmuError::Environment(format!(
-            "emulation needs root: creating network namespaces and TUN devices takes \
-             CAP_NET_ADMIN, and CAP_SYS_ADMIN for the namespaces' mounts ({lacking}); run it \
-             as root with both"
+            "emulation needs root: configuring network namespaces and TUN devices takes \
+             CAP_NET_ADMIN, and creating and entering the namespaces CAP_SYS_ADMIN \
+             ({lacking}); run it as root with both"
         )));
     }
     if !std::path::Path::new("/dev/net/tun").exists() {
@@ -416,7 +419,7 @@ pub fn check_environment(mptcp: bool) -> Result<(), EmuError> {
             ));
         }
     }
-    if std::process::Command::new("ip")
+    if sys::command("ip", None)
         .arg("-V")
         .output()
         .map_or(true, |o| !o.status.success())
@@ -506,11 +509,12 @@ pub struct TransferCheck {
 pub struct Report {
     /// The run id in the namespaces' names.
     pub run_id: String,
-    /// The namespaces the run made.
+    /// The names of the namespaces the run made.
     pub namespaces: Vec<String>,
-    /// Those of them that could not be deleted at the end (also reported on stderr); empty
-    /// when every one was removed. `pathweave emulate --cleanup` removes them once this
-    /// process has ended.
+    /// Those of them whose name under /run/netns (given with `PATHWEAVE_NAME_NAMESPACES=1`)
+    /// could not be removed at the end (also reported on stderr); empty when every one was
+    /// removed, and always without names. `pathweave emulate --cleanup` removes them once
+    /// this process has ended.
     pub namespaces_left: Vec<String>,
     /// Kernel congestion control per flow ("" for CBR flows).
     pub kernel_algorithms: Vec<String>,

@@ -4,7 +4,7 @@
 use crate::apps::{self, AppKind, AppSpec, FlowState};
 use crate::controllers::Controllers;
 use crate::driver::{Driver, Port, Route};
-use crate::lab::{self, Lab};
+use crate::lab::{self, Lab, Netns};
 use crate::sample::Probe;
 use crate::{
     check_environment, check_scenario, is_multipath, sys, Clock, EmuError, Lateness, Options,
@@ -48,7 +48,7 @@ fn dotted(a: [u8; 4]) -> String {
 }
 
 /// `<pid>-<nonce>` in hex: the owning process is in every name, so a clean-up can tell a
-/// killed run's namespaces from a running one's. Also returns the two as one number
+/// killed run's named namespaces from a running one's. Also returns the two as one number
 /// (`pid << 8 | nonce`), which names the run's BPF controllers.
 fn run_id() -> (String, u64) {
     static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -62,8 +62,8 @@ fn run_id() -> (String, u64) {
 
 /// What one flow's test bed is made of.
 struct FlowBed {
-    sender_ns: String,
-    receiver_ns: String,
+    sender_ns: Netns,
+    receiver_ns: Netns,
     /// TUN device names, one per subflow (the same name at both ends).
     devices: Vec<String>,
     client: Vec<[u8; 4]>,
@@ -75,12 +75,12 @@ struct FlowBed {
 /// Inside namespace `ns`, on a thread of its own: write `sysctls`, open TUN `devices` and, for a
 /// receiver, create the listening socket. Returns the TUN descriptors and the listener.
 fn prepare_namespace(
-    ns: &str,
+    ns: &Netns,
     sysctls: &[(&str, String)],
     devices: &[String],
     listener: Option<&AppSpec>,
 ) -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
-    let ns = ns.to_string();
+    let ns = ns.clone();
     let sysctls: Vec<(String, String)> = sysctls
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
@@ -89,23 +89,24 @@ fn prepare_namespace(
     let listener = listener.cloned();
     std::thread::spawn(
         move || -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
-            sys::enter_netns(&lab::netns_path(&ns))
-                .map_err(|e| EmuError::Setup(format!("entering namespace {ns}: {e}")))?;
+            let name = ns.name();
+            ns.enter()
+                .map_err(|e| EmuError::Setup(format!("entering namespace {name}: {e}")))?;
             for (key, value) in &sysctls {
                 let path = format!("/proc/sys/{}", key.replace('.', "/"));
                 std::fs::write(&path, value)
-                    .map_err(|e| EmuError::Setup(format!("{ns}: sysctl {key}={value}: {e}")))?;
+                    .map_err(|e| EmuError::Setup(format!("{name}: sysctl {key}={value}: {e}")))?;
             }
             let mut fds = Vec::with_capacity(devices.len());
             for d in &devices {
                 fds.push(
                     sys::open_tun(d)
-                        .map_err(|e| EmuError::Setup(format!("{ns}: TUN device {d}: {e}")))?,
+                        .map_err(|e| EmuError::Setup(format!("{name}: TUN device {d}: {e}")))?,
                 );
             }
             let l = match listener {
                 Some(spec) => {
-                    Some(apps::listen(&spec).map_err(|e| EmuError::Setup(format!("{ns}: {e}")))?)
+                    Some(apps::listen(&spec).map_err(|e| EmuError::Setup(format!("{name}: {e}")))?)
                 }
                 None => None,
             };
@@ -147,7 +148,8 @@ fn endpoint_command(bed: &FlowBed, k: usize, join: bool) -> String {
 }
 
 /// Run `scenario` over real kernel stacks, in real time. `stop` ends the run early (the caller
-/// sets it on Ctrl-C or SIGTERM); the namespaces are removed on every way out.
+/// sets it on Ctrl-C or SIGTERM). The namespaces are held by this process's descriptors and
+/// threads alone (see [`crate::lab`]): they go on every way out, a killed process included.
 pub fn emulate(
     scenario: &Scenario,
     opts: &Options,
@@ -165,8 +167,8 @@ pub fn emulate(
         addrs.push((0..n).map(|k| client_addr(p + k)).collect::<Vec<_>>());
         p += n;
     }
-    // Declared before the namespaces, so it is dropped after them: the controllers outlive
-    // every socket of the run.
+    // Declared before the namespaces and the sockets, so it is dropped after them: the
+    // controllers outlive every socket of the run.
     let mut controllers = Controllers::prepare(scenario, number, &addrs)?;
     let mut lab = Lab::new(&id);
     let wall_start = sys::monotonic_ns();
@@ -280,8 +282,8 @@ pub fn emulate(
         // connects; an MPTCP connection keeps the name and gives it to every subflow it
         // opens, the first and those the path manager adds later. The namespace's default
         // stays the kernel's: a default of the run's own BPF controller would hold it
-        // registered for as long as the namespace exists, which after a SIGKILL is until
-        // `pathweave emulate --cleanup`.
+        // registered for as long as the namespace exists (which, for a namespace named under
+        // /run/netns and then killed, is until `pathweave emulate --cleanup`).
         let (sfds, _) = prepare_namespace(&bed.sender_ns, &common, &bed.devices, None)?;
         let (rfds, listener) =
             prepare_namespace(&bed.receiver_ns, &common, &bed.devices, Some(&app_specs[i]))?;
@@ -527,7 +529,7 @@ pub fn emulate(
     let device_drops = beds
         .iter()
         .flat_map(|b| [&b.sender_ns, &b.receiver_ns])
-        .map(|ns| device_tx_drops(ns))
+        .map(device_tx_drops)
         .sum();
     halt.store(true, Ordering::Relaxed);
     for t in threads {
@@ -542,7 +544,7 @@ pub fn emulate(
     outcome?;
     driver_result.map_err(|e| EmuError::Failed(format!("link emulator: {e}")))?;
     let wall_s = (sys::monotonic_ns() - wall_start) as f64 / 1e9;
-    let namespaces = lab.namespaces().to_vec();
+    let namespaces = lab.names();
     let not_removed = lab.remove();
     if !not_removed.is_empty() {
         eprintln!("{}", lab::not_removed_warning(&not_removed));
@@ -596,9 +598,11 @@ fn early_stop_message(at_ns: u64, result: &std::io::Result<()>) -> String {
 
 /// Packets the TUN devices of `ns` dropped on transmit (kernel to emulator): the fourth
 /// figure after "TX:" in `ip -s -o link` (bytes, packets, errors, dropped).
-fn device_tx_drops(ns: &str) -> u64 {
-    let Ok(out) = std::process::Command::new("ip")
-        .args(["-n", ns, "-s", "-o", "link", "show"])
+fn device_tx_drops(ns: &Netns) -> u64 {
+    let Ok(out) = ns
+        .command("ip")
+        .args(["-s", "-o", "link", "show"])
+        .stdin(std::process::Stdio::null())
         .output()
     else {
         return 0;

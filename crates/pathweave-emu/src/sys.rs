@@ -1,12 +1,16 @@
 //! The system calls the emulator needs, each behind a safe function: TUN devices, network
-//! namespaces, the monotonic clock, `ppoll` and epoll, MPTCP sockets and the TCP/MPTCP information
-//! socket options. This is the only module with `unsafe`; every block states why it holds.
+//! namespaces, child processes that die with the emulator, the monotonic clock, `ppoll` and
+//! epoll, MPTCP sockets and the TCP/MPTCP information socket options. This is the only module
+//! with `unsafe`; every block states why it holds.
 #![allow(unsafe_code)]
 
-use std::ffi::CString;
+use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::Arc;
 
 /// `IPPROTO_MPTCP` (include/uapi/linux/in.h).
 pub(crate) const IPPROTO_MPTCP: libc::c_int = 262;
@@ -67,7 +71,7 @@ pub(crate) fn euid() -> u32 {
 /// CAP_NET_ADMIN's bit in the capability sets: network devices, routes and namespaces'
 /// network state.
 pub(crate) const CAP_NET_ADMIN: u32 = 12;
-/// CAP_SYS_ADMIN's bit: `ip netns add` mounts the namespace under /run/netns.
+/// CAP_SYS_ADMIN's bit: creating a network namespace (`unshare`) and entering one (`setns`).
 pub(crate) const CAP_SYS_ADMIN: u32 = 21;
 
 /// Whether the effective capability set (`CapEff` in /proc/self/status) holds bit `cap`.
@@ -86,12 +90,57 @@ fn effective_caps(status: &str) -> Option<u64> {
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
 }
 
-/// Move the calling thread into the network namespace at `path` (e.g. `/run/netns/NAME`).
-pub(crate) fn enter_netns(path: &str) -> io::Result<()> {
-    let f = File::open(path)?;
-    // SAFETY: `f` is an open namespace file; setns only reads the descriptor.
-    check(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) })?;
+/// Move the calling thread into a new network namespace and return a descriptor of it
+/// (`/proc/thread-self/ns/net`). The thread stays in it: call this on a thread of its own.
+/// The namespace lives while the descriptor, a thread inside it or an object made in it (a
+/// socket, a TUN descriptor) holds it; nothing is mounted.
+pub(crate) fn unshare_netns() -> io::Result<OwnedFd> {
+    // SAFETY: unshare takes flags only. CLONE_NEWNET concerns the calling thread alone, which
+    // a multi-threaded process may unshare (unlike CLONE_NEWNS or CLONE_NEWUSER).
+    check(unsafe { libc::unshare(libc::CLONE_NEWNET) })?;
+    Ok(File::open("/proc/thread-self/ns/net")?.into())
+}
+
+/// Move the calling thread into the network namespace `ns` (a descriptor of one, as
+/// [`unshare_netns`] returns).
+pub(crate) fn enter_netns(ns: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: `ns` is an open descriptor for the duration of the call; setns only reads it.
+    check(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) })?;
     Ok(())
+}
+
+/// A command for `program` whose process dies with the thread that starts it (SIGKILL as its
+/// parent-death signal: an emulator killed outright takes it along) and, with `netns`, runs
+/// inside that network namespace (the command holds the descriptor while it exists). Wait
+/// for it on the thread that spawned it: the parent-death signal follows the spawning thread,
+/// not the process.
+pub(crate) fn command(program: impl AsRef<OsStr>, netns: Option<Arc<OwnedFd>>) -> Command {
+    let mut cmd = Command::new(program);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl, getppid
+    // and setns, which are async-signal-safe system calls; it allocates and frees nothing (an
+    // OS error is a plain code) and touches no lock. The namespace descriptor is open in the
+    // child: the closure owns a reference to it, and close-on-exec closes it only at the exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            check(libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ))?;
+            // The parent may have died between the fork and the prctl: then no signal comes.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some(fd) = &netns {
+                check(libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET))?;
+            }
+            Ok(())
+        })
+    };
+    cmd
 }
 
 /// Open a TUN device named `name` (no packet-information header) in the calling thread's
@@ -535,6 +584,13 @@ pub(crate) fn send_some(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
+/// Clock ticks per second (`_SC_CLK_TCK`), the unit of the times in `/proc/PID/stat`.
+pub(crate) fn clock_ticks() -> Option<u64> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(hz).ok().filter(|&h| h > 0)
+}
+
 /// Give the calling thread real-time (SCHED_FIFO) priority `prio`; false if not permitted.
 pub(crate) fn set_realtime(prio: i32) -> bool {
     let param = libc::sched_param {
@@ -559,6 +615,20 @@ mod tests {
         let caps = effective_caps(&dropped).unwrap();
         assert!(caps & (1 << CAP_NET_ADMIN) != 0 && caps & (1 << CAP_SYS_ADMIN) == 0);
         assert_eq!(effective_caps("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn a_child_process_dies_with_the_thread_that_started_it() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child =
+            std::thread::spawn(|| command("sleep", None).arg("30").spawn().expect("sleep"))
+                .join()
+                .expect("the spawning thread");
+        // The thread has ended: the child got its parent-death signal.
+        let t0 = monotonic_ns();
+        let status = child.wait().expect("wait");
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+        assert!(monotonic_ns() - t0 < 5_000_000_000);
     }
 
     /// A pipe: (read end, write end).
