@@ -134,13 +134,17 @@ pub(crate) fn emulate<'py>(
     ))
 }
 
-/// Remove namespaces left by emulations whose process is gone; returns their names.
+/// Remove the namespaces mounted under /run/netns by emulations whose process is gone (runs
+/// that named theirs with `PATHWEAVE_NAME_NAMESPACES=1`, or older versions); returns their
+/// names.
 #[pyfunction]
 pub(crate) fn emulate_cleanup() -> PyResult<Vec<String>> {
     pathweave_emu::cleanup_leftovers().map_err(to_py_err)
 }
 
-/// Namespaces of emulations present now, optionally only those made by process `pid`.
+/// Namespaces of emulations present now: those mounted under /run/netns, by name, and with
+/// `pid` only process `pid`'s, followed by the namespaces the live process holds, as
+/// `/proc/<pid>/…` paths for `nsenter --net=…` (see `pathweave_emu::leftovers`).
 #[pyfunction]
 #[pyo3(signature = (pid = None))]
 pub(crate) fn emulate_leftovers(pid: Option<u32>) -> Vec<String> {
