@@ -1,6 +1,7 @@
 # pathweave: the two commands are `make demo` (set up, run the headline simulation) and
-# `make test` (set up, run every test except the Python ones marked slow, which `make slow`
-# runs). Everything installs into .venv and target/.
+# `make test` (set up, run every test that does not run in real time, except the Python ones
+# marked slow, which `make slow` runs). `make test-real` runs the real-time tests (emulation,
+# the kernel's controllers over emulated links). Everything installs into .venv and target/.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -8,16 +9,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python lint bench bench-emulate bench-kernel slow docs fuzz fuzz-short clean kernel kernel-deps
+.PHONY: setup demo test test-rust test-python test-real lint bench bench-emulate bench-kernel slow docs fuzz fuzz-short clean kernel kernel-deps
 
 # crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
 # zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
 # packages when they are missing and we are root; elsewhere the crate is built without its
-# BPF part (--no-default-features) and its commands say why.
+# BPF part (--no-default-features) and its commands say why. Whether they build is decided by
+# the Python package's build backend, which pip uses too (build_support/pathweave_build.py;
+# PATHWEAVE_BPF=0 or 1 overrides it).
 KERNEL_APT := clang bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
-KERNEL_BPF_OK = command -v clang >/dev/null 2>&1 && { command -v bpftool >/dev/null 2>&1 || test -x /usr/sbin/bpftool; } && test -f /usr/include/bpf/bpf_helpers.h && test -f /usr/include/libelf.h && test -f /usr/include/zlib.h && command -v pkg-config >/dev/null 2>&1 && test -e /sys/kernel/btf/vmlinux
+KERNEL_BPF_OK = $(PYTHON) build_support/pathweave_build.py --quiet
 KERNEL_FEATURES = $$( { $(KERNEL_BPF_OK); } || echo --no-default-features )
-# The emulator (and the extension holding it) loads the BPF controllers itself where they build.
+# The extension (the emulator and `pathweave kernel`) carries the BPF controllers where they build.
 EMU_FEATURES = $$( { $(KERNEL_BPF_OK); } && echo --features kernel )
 
 $(BIN)/python:
@@ -51,7 +54,10 @@ kernel: kernel-deps
 demo: setup
 	$(BIN)/pathweave compare scenarios/headline.toml --flow mp --algorithms uncoupled,lia,olia,balia --out results/demo
 
+# Everything that does not run in real time; it ends by naming the command for the rest.
 test: setup test-rust test-python
+	@echo "make test: passed. The real-time tests (emulation over kernel TCP/MPTCP and the kernel's"
+	@echo "controllers over emulated links; root, /dev/net/tun, MPTCP, BTF; about 15 minutes): make test-real"
 
 # The kernel tests that need root, BTF and MPTCP run where they can and print why elsewhere;
 # the emulator's tests run again with the BPF controllers, whose refusal tests skip without.
@@ -63,20 +69,27 @@ test-rust: kernel-deps
 	cargo test $(TEST_PROFILE) -p pathweave-kernel $(KERNEL_FEATURES)
 	cargo test $(TEST_PROFILE) -p pathweave-emu $(EMU_FEATURES)
 
-# Two pytest runs: the tests that do not emulate, spread over PYTEST_JOBS processes (a test
-# file stays in one of them), then the real-time emulation tests alone, so that nothing else
-# competes for the CPUs while they measure. EMULATION=0 leaves the second run out; PYTEST_ARGS
-# narrows both (e.g. PYTEST_ARGS='-k sweep'); a run that selects nothing is not a failure.
+# The Python tests that do not run in real time, spread over PYTEST_JOBS processes (a test file
+# stays in one of them); PYTEST_ARGS narrows the run (e.g. PYTEST_ARGS='-k sweep'), and a run
+# that selects nothing is not a failure.
 PYTEST_ARGS ?=
 PYTEST_JOBS ?= 2
-EMULATION ?= 1
 PYTEST := $(BIN)/pytest --durations=15 -rs
 NOTHING_SELECTED_OK := rc=$$?; [ $$rc = 0 ] || [ $$rc = 5 ]
 test-python: setup
 	$(PYTEST) -n $(PYTEST_JOBS) --dist loadfile -m "not slow and not emulation" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK)
-	@if [ "$(EMULATION)" != 0 ]; then \
-	  $(PYTEST) -m "emulation and not slow" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK); \
-	fi
+
+# The real-time tests (marked `emulation`), alone so that nothing competes for the CPUs while
+# they measure. Each that needs what the machine lacks (root, /dev/net/tun, MPTCP, BTF, the BPF
+# build) skips with the reason; a run late in all its tries skips as a measurement of a busy
+# machine. The session ends with each lateness skip and the line `real-time checks: N passed,
+# M skipped for lateness`, also written to target/realtime-summary.json.
+# REALTIME_MAX_LATE=0.25 fails the run when more than that share was skipped for lateness.
+REALTIME_MAX_LATE ?=
+test-real: setup
+	PATHWEAVE_REALTIME_SUMMARY=target/realtime-summary.json \
+	PATHWEAVE_REALTIME_MAX_LATE=$(REALTIME_MAX_LATE) \
+	$(PYTEST) -m "emulation and not slow" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK)
 
 # Clippy on the release profile reuses the build scripts and procedural macros setup built.
 CLIPPY := cargo clippy --release
@@ -86,8 +99,8 @@ lint: setup
 	$(CLIPPY) -p pathweave-emu --all-targets $(EMU_FEATURES) -- -D warnings
 	$(CLIPPY) -p pathweave-kernel --all-targets $(KERNEL_FEATURES) -- -D warnings
 	$(CLIPPY) -p pathweave-kernel --all-targets --no-default-features -- -D warnings
-	$(BIN)/ruff check python tests bench
-	$(BIN)/ruff format --check python tests bench
+	$(BIN)/ruff check python tests bench build_support
+	$(BIN)/ruff format --check python tests bench build_support
 	$(BIN)/mypy
 
 # Slow reproductions and cross-checks (deselected by default).

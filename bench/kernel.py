@@ -23,8 +23,8 @@ Cases, on the same emulated links (20 Mbit/s, 10 ms, drop-tail one BDP):
 
     python bench/kernel.py [--seconds 8] [--json OUT]
 
-Needs root, BTF and the extension and `pathweave-kernel` built with the BPF programs
-(`make setup` where clang, bpftool and libbpf-dev are installed).
+Needs root, BTF and the extension built with the BPF controllers (`make setup` where the
+BPF toolchain is installed: clang, bpftool, libbpf-dev, libelf-dev).
 """
 
 from __future__ import annotations
@@ -171,16 +171,11 @@ def measure(
 
 
 class _ReferenceReno:
-    """``pathweave-kernel reference-reno`` for the length of a ``with`` block."""
+    """``pathweave kernel reference-reno`` for the length of a ``with`` block."""
 
     def __enter__(self) -> _ReferenceReno:
-        from pathweave.kernel import find_binary
-
-        binary = find_binary()
-        if binary is None:
-            sys.exit("bench/kernel.py: the pathweave-kernel binary was not found (make kernel)")
         self.proc = subprocess.Popen(
-            [str(binary), "reference-reno"],
+            [sys.executable, "-m", "pathweave", "kernel", "reference-reno"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -12,6 +12,7 @@ from typing import Any, Final, TypeAlias, TypedDict, final
 
 __all__ = [
     "EMULATE_LOADS_CONTROLLERS",
+    "KERNEL_HAS_BPF",
     "EmulationError",
     "EmulationRefused",
     "PathweaveError",
@@ -23,6 +24,7 @@ __all__ = [
     "emulate_check",
     "emulate_cleanup",
     "emulate_leftovers",
+    "kernel_main",
     "load_scenario",
     "parse_scenario",
     "read_scenario_text",
@@ -30,6 +32,10 @@ __all__ = [
 ]
 
 __version__: Final[str]
+KERNEL_HAS_BPF: Final[bool]
+"""Whether this build holds pathweave's BPF congestion controllers, which ``kernel_main``
+loads (built where the BPF toolchain was present)."""
+
 EMULATE_LOADS_CONTROLLERS: Final[bool]
 """Whether this build's emulator loads pathweave's BPF controllers for each run (built with
 the BPF toolchain), rather than relying on ones loaded with ``pathweave kernel load``."""
@@ -100,6 +106,10 @@ def emulate_cleanup() -> list[str]:
 
 def emulate_leftovers(pid: int | None = None) -> list[str]:
     """Namespaces of emulations present now, optionally only those of process ``pid``."""
+
+def kernel_main(argv: list[str]) -> int:
+    """Run ``pathweave kernel ARGV...`` (load, unload, status, bmc-manager, reference-reno)
+    and return its exit code; messages go to the process's standard output and error."""
 
 @final
 class Scenario:

@@ -92,9 +92,7 @@ def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["kernel"]:
         # Everything after `kernel` belongs to pathweave-kernel, options such as --help too.
-        from pathweave import kernel
-
-        return kernel.run(given[1:])
+        return _kernel_command(given[1:])
     args = _parser().parse_args(argv)
     try:
         max_scenario_bytes()  # a bad limit is bad input, reported before anything is read
@@ -354,9 +352,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _kernel(args: argparse.Namespace) -> int:
+    return _kernel_command(args.args)
+
+
+def _kernel_command(argv: list[str]) -> int:
+    """``pathweave kernel ARGV...``: Ctrl-C, SIGTERM and SIGHUP end a long command
+    (bmc-manager) as they would the standalone binary, with exit code 130 and no traceback."""
     from pathweave import kernel
 
-    return kernel.run(args.args)
+    try:
+        with _signals_as_interrupt():
+            return kernel.run(argv)
+    except KeyboardInterrupt:
+        print("pathweave kernel: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:

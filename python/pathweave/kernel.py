@@ -1,52 +1,29 @@
 """``pathweave kernel load | unload | status | bmc-manager``: the BPF congestion controllers.
 
-The work is done by the Rust binary ``pathweave-kernel`` (crates/pathweave-kernel), which
-holds the BPF programs and the libbpf loader; this module finds it and runs it with the
-arguments as given, so its messages and exit codes are the command's. Where it was not built
-(no BPF toolchain, or an installation of the Python package alone) the command says so and
-exits 2.
+The work is done inside the extension, by the same Rust command line as the standalone
+``pathweave-kernel`` binary (crates/pathweave-kernel, ``cli``): a package built where the BPF
+toolchain was present carries the controllers and loads them with no other build step. A
+package built without them says so, and how to get them, with exit code 2.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-__all__ = ["find_binary", "run"]
+from pathweave import _core
 
-BINARY = "pathweave-kernel"
-ENV = "PATHWEAVE_KERNEL_BIN"
-EXIT_BAD_INPUT = 2
+__all__ = ["has_controllers", "run"]
 
 
-def find_binary() -> Path | None:
-    """The ``pathweave-kernel`` binary: $PATHWEAVE_KERNEL_BIN, then PATH, then the build tree."""
-    env = os.environ.get(ENV)
-    if env:
-        p = Path(env)
-        return p if p.is_file() and os.access(p, os.X_OK) else None
-    found = shutil.which(BINARY)
-    if found:
-        return Path(found)
-    # An editable install (make setup): python/pathweave/kernel.py -> target/release/.
-    built = Path(__file__).resolve().parents[2] / "target" / "release" / BINARY
-    return built if built.is_file() else None
+def has_controllers() -> bool:
+    """Whether this installation was built with the BPF controllers."""
+    return bool(_core.KERNEL_HAS_BPF)
 
 
 def run(argv: Sequence[str]) -> int:
-    """Runs ``pathweave-kernel`` with ``argv``; returns its exit code."""
-    binary = find_binary()
-    if binary is None:
-        where = f"${ENV} ({os.environ[ENV]})" if os.environ.get(ENV) else "PATH or target/release"
-        print(
-            f"pathweave kernel: error: the {BINARY} binary was not found in {where}; this "
-            "installation has no BPF congestion controllers. Build them with `make kernel` "
-            "(needs clang, bpftool, libbpf-dev, libelf-dev, zlib1g-dev and pkg-config).",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
-    return subprocess.call([str(binary), *argv])
+    """Runs ``pathweave kernel ARGV...``; returns its exit code."""
+    # The command writes to the process's own descriptors: what Python has buffered goes first.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return _core.kernel_main(list(argv))

@@ -68,8 +68,7 @@ pub enum KernelError {
     #[error(
         "this build of pathweave has no BPF programs (built without the `bpf` feature, e.g. \
          because clang, bpftool, libbpf-dev or libelf-dev were missing); install them \
-         (Debian: apt-get install clang bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config) \
-         and rebuild crates/pathweave-kernel"
+         (Debian: apt-get install clang bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config)"
     )]
     NoBpfBuild,
     /// libbpf failed (verifier rejection, attach failure, …).

@@ -38,6 +38,7 @@ macro_rules! bpf_skeleton {
 
 pub mod arith;
 pub mod bmc;
+pub mod cli;
 pub mod error;
 #[cfg(feature = "bpf")]
 pub mod loader;

@@ -4,6 +4,7 @@
 //! * `load_scenario(path)` and `parse_scenario(text, label)` returning a [`Scenario`];
 //! * `Simulation(scenario, seed)`, advanced in steps with the interpreter released;
 //! * `emulate(scenario, seed)`, the same run over real kernel stacks (pathweave-emu);
+//! * `kernel_main(argv)`, the command line `pathweave kernel …` (pathweave-kernel's own);
 //! * `toml_loads(text, label)`, TOML through the simulator's own parser ([`toml_doc`]);
 //! * `PathweaveError` and its subclass `ScenarioError` (see [`errors`]).
 //!
@@ -15,6 +16,7 @@
 
 mod emulate;
 mod errors;
+mod kernel;
 mod results;
 mod scenario;
 mod simulation;
@@ -37,6 +39,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "EMULATE_LOADS_CONTROLLERS",
         pathweave_emu::LOADS_CONTROLLERS,
     )?;
+    // Whether this build holds the BPF controllers (`pathweave kernel load` can load them).
+    m.add("KERNEL_HAS_BPF", pathweave_kernel::HAS_BPF)?;
     m.add("PathweaveError", py.get_type::<errors::PathweaveError>())?;
     m.add("ScenarioError", py.get_type::<errors::ScenarioError>())?;
     m.add(
@@ -54,5 +58,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(emulate::emulate_cleanup, m)?)?;
     m.add_function(wrap_pyfunction!(emulate::emulate_check, m)?)?;
     m.add_function(wrap_pyfunction!(emulate::emulate_leftovers, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel::kernel_main, m)?)?;
     Ok(())
 }
