@@ -349,8 +349,8 @@ def _headline(algorithm: str) -> tuple[float, float]:
 # gives 0.96 (linux arithmetic) and 0.94 (spec) pulling data into window space, and 0.84 and
 # 0.88 with Linux's sending side (`_doc`; 25 samples each): the send-queue stalls of OLIA and
 # fully coupled control (below), deeper than OLIA's as Kelly-Voice's increase, quadratic in a
-# path's share, keeps the smaller subflow's window small. The kernel gave 0.85 (copies
-# 0.78-0.98) in its first run.
+# path's share, keeps the smaller subflow's window small. The kernel gave 0.85, 0.79, 0.92 and
+# 0.83 in four runs (copies 0.65-1.12).
 @kernel_realtime
 @pytest.mark.parametrize(
     "algorithm", ["uncoupled", *_marked({"fully-coupled": FULLY_COUPLED_MISS}, HEADLINE)]
