@@ -12,7 +12,7 @@ use pathweave_kernel::maps::Stat;
 use pathweave_kernel::Algorithm;
 use support::{assert_nothing_left, poll, root_setup, run, stat, wait_for, Bed};
 
-/// Sends for 5 s on a TCP socket (argv: "tcp", or "mptcp" for an MPTCP socket, which falls
+/// Sends for 2 s on a TCP socket (argv: "tcp", or "mptcp" for an MPTCP socket, which falls
 /// back to TCP against the plain listener) and samples TCP_INFO every millisecond; prints
 /// the controller's name, whether the socket fell back, and one line
 /// "loss CWND_BEFORE NEW_SSTHRESH" per change of ssthresh.
@@ -22,7 +22,7 @@ mptcp = sys.argv[1] == "mptcp"
 c = socket.socket(socket.AF_INET, socket.SOCK_STREAM,
                   socket.IPPROTO_MPTCP if mptcp else socket.IPPROTO_TCP)
 c.connect(("198.18.0.1", 5201))
-stop = time.monotonic() + 5
+stop = time.monotonic() + 2
 def send():
     data = b"x" * 65536
     while time.monotonic() < stop:

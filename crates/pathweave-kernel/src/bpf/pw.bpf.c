@@ -796,8 +796,16 @@ static __always_inline void pw_set_state(struct sock *sk, __u8 new_state, __u32 
 		ca->loss1 = ca->loss2;
 		ca->loss2 = ca->loss3;
 	}
-	if (pw_state_clears_counter(new_state))
+	if (pw_state_clears_counter(new_state)) {
 		ca->cnt = 0; /* as the kernel clears snd_cwnd_cnt; olia_cnt is OLIA's own */
+		/*
+		 * pw_kv borrows OLIA's counter for its arithmetic, but no kernel of its own keeps
+		 * it across a loss: it is cleared as snd_cwnd_cnt is, as pathweave-cc's `linux`
+		 * Kelly–Voice clears its growth counter on entering recovery.
+		 */
+		if (algo == PW_ALGO_KV)
+			ca->olia_cnt = 0;
+	}
 	ca->ca_state = new_state;
 	if (ca->flags & PW_CA_REGISTERED) {
 		pw_sync(sk, ca, &v, 0);
