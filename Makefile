@@ -57,7 +57,7 @@ demo: setup
 # Everything that does not run in real time; it ends by naming the command for the rest.
 test: setup test-rust test-python
 	@echo "make test: passed. The real-time tests (emulation over kernel TCP/MPTCP and the kernel's"
-	@echo "controllers over emulated links; root, /dev/net/tun, MPTCP, BTF; about 15 minutes): make test-real"
+	@echo "controllers over emulated links; root, /dev/net/tun, MPTCP, BTF; 17-23 minutes): make test-real"
 
 # The kernel tests that need root, BTF and MPTCP run where they can and print why elsewhere;
 # the emulator's tests run again with the BPF controllers, whose refusal tests skip without.
