@@ -1,9 +1,9 @@
 //! `pathweave._core.emulate`: run a scenario over real kernel stacks through the emulator.
 //!
-//! The run happens on a thread of its own while the interpreter is released; every 50 ms the
-//! calling thread takes the interpreter back to let Python's signal handlers run. A
-//! KeyboardInterrupt (Ctrl-C) or any exception a handler raises (the CLI turns SIGTERM into
-//! one) stops the run, waits for its clean-up (namespaces, devices, threads) and is re-raised.
+//! The run happens on a thread of its own while the interpreter is released
+//! ([`crate::interruptible`]): a KeyboardInterrupt (Ctrl-C) or any exception a signal handler
+//! raises (the CLI turns SIGTERM into one) stops the run, waits for its clean-up (namespaces,
+//! devices, threads) and is re-raised.
 
 use crate::errors::{EmulationError, EmulationRefused};
 use crate::results::results_dict;
@@ -11,8 +11,6 @@ use crate::scenario::PyScenario;
 use pathweave_emu::{EmuError, Lateness, Options, Report};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 fn to_py_err(e: EmuError) -> PyErr {
     match e {
@@ -104,28 +102,13 @@ pub(crate) fn emulate<'py>(
     }
     // Refusals come back at once, before any thread or namespace exists.
     pathweave_emu::check_scenario(&spec, &opts).map_err(to_py_err)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let handle = std::thread::Builder::new()
-        .name("pw-emulate".to_string())
-        .spawn(move || pathweave_emu::emulate(&spec, &opts, &flag))
-        .map_err(|e| EmulationError::new_err(format!("cannot start the emulator: {e}")))?;
-    let mut pending: Option<PyErr> = None;
-    while !handle.is_finished() {
-        py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
-        if pending.is_none() {
-            if let Err(e) = py.check_signals() {
-                stop.store(true, Ordering::Relaxed);
-                pending = Some(e);
-            }
-        }
-    }
-    let outcome = handle
-        .join()
-        .map_err(|_| EmulationError::new_err("the emulator panicked"))?;
-    if let Some(e) = pending {
-        return Err(e);
-    }
+    let outcome = crate::interruptible::run(
+        py,
+        "pw-emulate",
+        "the emulator",
+        move |stop| pathweave_emu::emulate(&spec, &opts, stop),
+        EmulationError::new_err,
+    )?;
     let o = outcome.map_err(to_py_err)?;
     let series = &scenario.get().inner.series;
     Ok((

@@ -16,6 +16,7 @@
 
 mod emulate;
 mod errors;
+mod interruptible;
 mod kernel;
 mod results;
 mod scenario;
