@@ -107,6 +107,11 @@ def emulate_cleanup() -> list[str]:
 def emulate_leftovers(pid: int | None = None) -> list[str]:
     """Namespaces of emulations present now, optionally only those of process ``pid``."""
 
+def quic_main(argv: list[str]) -> tuple[int, _Results | None]:
+    """Run ``pathweave quic ARGV...`` (serve, send) and return its exit code and, for a
+    completed ``send``, its tables in a run's layout; messages go to the process's standard
+    output and error."""
+
 def kernel_main(argv: list[str]) -> int:
     """Run ``pathweave kernel ARGV...`` (load, unload, status, bmc-manager, reference-reno)
     and return its exit code; messages go to the process's standard output and error."""

@@ -93,6 +93,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if given[:1] == ["kernel"]:
         # Everything after `kernel` belongs to pathweave-kernel, options such as --help too.
         return _kernel_command(given[1:])
+    if given[:1] == ["quic"]:
+        # Likewise `quic`: pathweave-quic's command line parses the rest.
+        return _quic_command(given[1:])
     args = _parser().parse_args(argv)
     try:
         max_scenario_bytes()  # a bad limit is bad input, reported before anything is read
@@ -348,6 +351,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     kernel_p.add_argument("args", nargs=argparse.REMAINDER)
     kernel_p.set_defaults(command=_kernel)
+
+    quic_p = sub.add_parser(
+        "quic",
+        help="send or receive a transfer over multipath QUIC with a pathweave controller",
+        description="Run pathweave-quic: serve | send (pathweave quic --help).",
+        add_help=False,
+    )
+    quic_p.add_argument("args", nargs=argparse.REMAINDER)
+    quic_p.set_defaults(command=lambda a: _quic_command(a.args))
     return parser
 
 
@@ -365,6 +377,18 @@ def _kernel_command(argv: list[str]) -> int:
             return kernel.run(argv)
     except KeyboardInterrupt:
         print("pathweave kernel: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _quic_command(argv: list[str]) -> int:
+    """``pathweave quic ARGV...``: Ctrl-C, SIGTERM and SIGHUP end it with exit code 130."""
+    from pathweave import quic
+
+    try:
+        with _signals_as_interrupt():
+            return quic.run(argv)
+    except KeyboardInterrupt:
+        print("pathweave quic: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

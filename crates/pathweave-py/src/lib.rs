@@ -18,6 +18,7 @@ mod emulate;
 mod errors;
 mod interruptible;
 mod kernel;
+mod quic;
 mod results;
 mod scenario;
 mod simulation;
@@ -60,5 +61,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(emulate::emulate_check, m)?)?;
     m.add_function(wrap_pyfunction!(emulate::emulate_leftovers, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::kernel_main, m)?)?;
+    m.add_function(wrap_pyfunction!(quic::quic_main, m)?)?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! * [`socket`] — one UDP socket per local address, one path per socket.
 //! * [`cert`] — a self-signed certificate per receiver, pinned by fingerprint at the sender.
 //! * [`control`] — the controller `--algorithm NAME` names.
+//! * [`cli`] — `pathweave quic serve | send`.
 //! * [`transfer`] — the bulk-transfer protocol both ends speak, with its integrity check.
 //! * [`endpoint`] — the receiver and the sender, for real hosts and for the emulator.
 //! * [`probe`] — per-path samples into the simulator's result tables.
@@ -15,6 +16,7 @@
 
 pub mod adapter;
 pub mod cert;
+pub mod cli;
 pub mod control;
 pub mod endpoint;
 pub mod probe;
