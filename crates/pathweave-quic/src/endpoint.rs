@@ -143,6 +143,8 @@ pub struct Received {
     pub announced: Option<Announced>,
     /// SHA-256 of the data, hex.
     pub sha256: String,
+    /// The same, as bytes.
+    pub digest: [u8; 32],
     /// From the connection's acceptance to the end of the stream.
     pub seconds: f64,
     /// Paths the connection had at its end.
@@ -171,6 +173,17 @@ pub struct Receiver {
 impl Receiver {
     /// Makes a certificate and binds `opts.listen` (on the calling thread's namespace).
     pub fn bind(opts: ReceiveOptions) -> Result<Receiver, QuicError> {
+        let socket = std::net::UdpSocket::bind(opts.listen)
+            .map_err(|e| QuicError::Usage(format!("--listen {}: cannot bind: {e}", opts.listen)))?;
+        Receiver::with_socket(socket, opts)
+    }
+
+    /// Makes a certificate and receives on `socket`, bound already (where the caller made it,
+    /// in whichever namespace); `opts.listen` is only reported.
+    pub fn with_socket(
+        socket: std::net::UdpSocket,
+        opts: ReceiveOptions,
+    ) -> Result<Receiver, QuicError> {
         opts.settings.validate()?;
         let runtime = runtime()?;
         let identity = Identity::generate()?;
@@ -178,9 +191,9 @@ impl Receiver {
         server.transport_config(Arc::new(opts.settings.transport(None)?));
         let endpoint = {
             let _g = runtime.enter();
-            let socket = std::net::UdpSocket::bind(opts.listen).map_err(|e| {
-                QuicError::Usage(format!("--listen {}: cannot bind: {e}", opts.listen))
-            })?;
+            socket
+                .set_nonblocking(true)
+                .map_err(|e| QuicError::Io(format!("UDP socket: {e}")))?;
             Endpoint::new_with_abstract_socket(
                 EndpointConfig::default(),
                 Some(server),
@@ -277,6 +290,7 @@ async fn receive_one(incoming: quinn::Incoming, live: &ReceiverLive) -> Received
         bytes: 0,
         announced: None,
         sha256: String::new(),
+        digest: [0; 32],
         seconds: 0.0,
         paths: 0,
         error: None,
@@ -314,6 +328,7 @@ async fn receive_one(incoming: quinn::Incoming, live: &ReceiverLive) -> Received
         let (n, hash) = digest.finish();
         out.bytes = n;
         out.sha256 = cert::hex(&hash);
+        out.digest = hash;
         out.seconds = start.elapsed().as_secs_f64();
         out.paths = count_paths(&conn);
         send.write_all(&transfer::receipt(n, &hash))
