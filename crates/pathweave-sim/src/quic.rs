@@ -279,8 +279,13 @@ impl QuicConn {
     #[inline]
     pub fn on_data(&mut self, path: u16, pn: u32, chunk: u32, payload: u32, net: &mut Net) {
         let ack_path = self.snd.ack_path();
-        self.rcv
-            .on_packet(path, pn, chunk, payload, ack_path, &mut self.wire, net);
+        let a = receiver::Arrival {
+            path,
+            pn_low: pn,
+            chunk_low: chunk,
+            payload,
+        };
+        self.rcv.on_packet(a, ack_path, &mut self.wire, net);
     }
 
     /// An ACK-only packet arrived at the sender over the reverse route of path `route`.

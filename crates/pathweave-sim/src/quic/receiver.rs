@@ -161,6 +161,20 @@ impl PendingAcks {
     }
 }
 
+/// A data packet as it arrives: its path, the low 32 bits of its packet number and of its
+/// stream chunk, and its stream bytes (none: a PING probe).
+#[derive(Clone, Copy, Debug)]
+pub struct Arrival {
+    /// The path it came on.
+    pub path: u16,
+    /// Its packet number's low 32 bits.
+    pub pn_low: u32,
+    /// Its chunk's low 32 bits.
+    pub chunk_low: u32,
+    /// Stream bytes.
+    pub payload: u32,
+}
+
 /// The receiving side of a QUIC connection.
 pub struct QuicReceiver {
     /// Counters (`segments` counts data packets).
@@ -200,19 +214,20 @@ impl QuicReceiver {
         }
     }
 
-    /// A data packet arrived on `path` with the low 32 bits of its packet number and of its
-    /// stream chunk, and `payload` stream bytes (none: a PING probe). `ack_path` is the path
-    /// whose reverse route the ACK takes.
+    /// A data packet arrived; `ack_path` is the path whose reverse route the ACK takes.
     pub(crate) fn on_packet(
         &mut self,
-        path: u16,
-        pn_low: u32,
-        chunk_low: u32,
-        payload: u32,
+        a: Arrival,
         ack_path: usize,
         wire: &mut Wire,
         net: &mut Net,
     ) {
+        let Arrival {
+            path,
+            pn_low,
+            chunk_low,
+            payload,
+        } = a;
         let k = path as usize;
         if k >= self.paths.len() {
             return;

@@ -878,3 +878,218 @@ impl QuicSender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Kind, Scheduler};
+    use crate::link::{Limit, LinkDir, LinkDirSpec, LossModel, QueueSpec};
+    use crate::net::RouteInfo;
+    use crate::rng::{LazyStream, Purpose};
+    use pathweave_cc::cc::multipath::{Algorithm, MultipathConfig, WindowConfig};
+    use pathweave_cc::Bandwidth;
+
+    const MTU: u32 = 1012;
+
+    fn ms(x: u64) -> Instant {
+        Instant(x * 1_000_000)
+    }
+
+    /// A sender on one path of a fast link, uncoupled Reno with a 10-packet window, and its
+    /// network (the packets are never delivered: the tests acknowledge by hand).
+    fn setup() -> (QuicSender, Wire, Net) {
+        let links = (0..2)
+            .map(|i| {
+                let spec = LinkDirSpec {
+                    rate: Bandwidth::from_bps(1_000_000_000),
+                    delay: Duration::from_millis(1),
+                    queue: QueueSpec::DropTail(Limit::Packets(1000)),
+                    loss: LossModel::None,
+                };
+                LinkDir::new(
+                    &spec,
+                    ComponentId::new(Kind::Link, i),
+                    LazyStream::new(1, Purpose::Link, i),
+                )
+            })
+            .collect();
+        let info = |kind, overhead| RouteInfo {
+            flow: 0,
+            kind,
+            sub: 0,
+            overhead,
+        };
+        let net = Net::new(
+            Scheduler::new(),
+            links,
+            &[vec![0], vec![1]],
+            &[
+                info(PacketKind::Data, DATA_WIRE_OVERHEAD),
+                info(PacketKind::Ack, 0),
+            ],
+            1,
+        );
+        let cc = MultipathConfig::new(
+            Algorithm::Uncoupled,
+            Bytes(MTU as u64),
+            WindowConfig::default().initial_window(10),
+        )
+        .build()
+        .expect("uncoupled Reno builds");
+        let plan = SubflowPlan {
+            route: 0,
+            ack_route: 1,
+            join: Instant::ZERO,
+            leave: None,
+        };
+        let mut s = QuicSender::new(
+            0,
+            ComponentId::new(Kind::Sender, 0),
+            QuicSettings {
+                max_udp_payload: MTU,
+                max_ack_delay: Duration::from_millis(25),
+            },
+            Application {
+                traffic: Traffic::Bulk,
+                start: Instant::ZERO,
+                stop: None,
+            },
+            cc,
+            &[plan],
+            Stream::new(1, Purpose::Flow, 0),
+        );
+        s.started = true;
+        s.stream.limit = u64::MAX;
+        s.path_timers(0, Instant::ZERO);
+        (s, Wire::new(1), net)
+    }
+
+    fn send(s: &mut QuicSender, w: &mut Wire, net: &mut Net, at: Instant, n: usize) {
+        net.now = at;
+        for _ in 0..n {
+            s.send_packet(0, w, net);
+        }
+    }
+
+    /// A PATH_ACK of path 0 for the half-open packet ranges `ranges`, arriving at `at`.
+    fn ack(s: &mut QuicSender, at: Instant, ranges: &[(u64, u64)]) {
+        let words: Vec<u64> = ranges.iter().flat_map(|&(lo, hi)| [lo, hi]).collect();
+        let largest = ranges.iter().map(|r| r.1 - 1).max().unwrap_or(0);
+        s.on_path_ack(0, largest, Duration::ZERO, words.iter(), at);
+    }
+
+    /// What became of packet `pn`, which carried chunk `pn` (the tests send no data twice):
+    /// a packet trimmed from the record was lost if its chunk waits to go out again.
+    fn fate(s: &QuicSender, pn: u64) -> Fate {
+        let p = &s.paths[0];
+        match pn.checked_sub(p.base_pn) {
+            Some(k) if (k as usize) < p.sent.len() => p.sent[k as usize].fate,
+            _ => match pn.checked_sub(s.stream.una) {
+                Some(k) if s.stream.marks.get(k as usize) == Some(&QUEUED) => Fate::Lost,
+                _ => Fate::Acked,
+            },
+        }
+    }
+
+    /// RFC 9002 §6.1.1: a packet is lost once a packet three numbers above it is
+    /// acknowledged; one round trip later a packet sent after the reduction ends the
+    /// recovery period (§7.3.2), and ACKs of packets sent before it do not grow the window.
+    #[test]
+    fn packet_threshold_declares_loss_and_reduces_once() {
+        let (mut s, mut w, mut net) = setup();
+        send(&mut s, &mut w, &mut net, ms(0), 6);
+        ack(&mut s, ms(10), &[(1, 4)]);
+        // largest 3 = 0 + 3: packet 0 is lost; 4 and 5 are above the largest.
+        assert_eq!(fate(&s, 0), Fate::Lost);
+        assert_eq!(s.paths[0].stats.loss_events, 1);
+        assert_eq!(s.paths[0].recovery_start, Some(ms(10)));
+        // Slow start added 2 MSS (RFC 3465 cap) to 10, then the loss halved 12: 6 MSS.
+        let w1 = s.cc.window(PathId(0));
+        assert_eq!(w1, 6 * MTU as u64);
+        // Its chunk goes out again first, in a new packet.
+        assert_eq!(s.stream.take(), Some((0, true)));
+        ack(&mut s, ms(11), &[(1, 6)]);
+        assert_eq!(s.cc.window(PathId(0)), w1, "grew during recovery");
+        assert!(s.paths[0].in_recovery);
+        send(&mut s, &mut w, &mut net, ms(12), 1);
+        ack(&mut s, ms(22), &[(1, 7)]);
+        assert!(!s.paths[0].in_recovery);
+        assert_eq!(s.paths[0].stats.loss_events, 1);
+    }
+
+    /// RFC 9002 §6.1.2: a packet below the largest acknowledged but within the packet
+    /// threshold is lost 9/8 of an RTT after it was sent, when the loss timer fires.
+    #[test]
+    fn time_threshold_declares_loss_when_the_timer_fires() {
+        let (mut s, mut w, mut net) = setup();
+        send(&mut s, &mut w, &mut net, ms(0), 2);
+        ack(&mut s, ms(100), &[(1, 2)]);
+        assert_eq!(fate(&s, 0), Fate::InFlight);
+        // srtt = latest = 100 ms: loss delay 112.5 ms from the packet's sending.
+        let t = Instant(112_500_000);
+        assert_eq!(s.paths[0].timer_at, Some(t));
+        s.path_timers(0, Instant(112_499_999));
+        assert_eq!(fate(&s, 0), Fate::InFlight);
+        s.path_timers(0, t);
+        assert_eq!(fate(&s, 0), Fate::Lost);
+        assert_eq!(s.paths[0].stats.loss_events, 1);
+    }
+
+    /// RFC 9002 §6.2: with no ACK the PTO fires at srtt + 4·rttvar + max_ack_delay after
+    /// the last packet (333 + 666 + 25 ms before any sample), sends two probes, doubles,
+    /// and leaves the window alone.
+    #[test]
+    fn pto_fires_doubles_and_is_no_congestion_signal() {
+        let (mut s, mut w, mut net) = setup();
+        let before = s.cc.window(PathId(0));
+        send(&mut s, &mut w, &mut net, ms(0), 1);
+        assert_eq!(s.paths[0].timer_at, Some(ms(1024)));
+        s.path_timers(0, ms(1024));
+        let p = &s.paths[0];
+        assert_eq!((p.stats.timeouts, p.loss_probes, p.pto_count), (1, 2, 1));
+        assert_eq!(p.timer_at, Some(ms(2048)));
+        assert_eq!(s.cc.window(PathId(0)), before);
+        // The probes bypass the window: with the window full they still go out.
+        s.paths[0].in_flight = before;
+        net.now = ms(1024);
+        s.schedule(&mut w, &mut net);
+        assert_eq!((s.paths[0].loss_probes, s.paths[0].next_pn), (1, 2));
+        // The second waits for the pacer (quinn paces probes too).
+        net.now = s.paths[0].pace_at.expect("paced");
+        s.schedule(&mut w, &mut net);
+        assert_eq!((s.paths[0].loss_probes, s.paths[0].next_pn), (0, 3));
+    }
+
+    /// RFC 9002 §7.6: ack-eliciting packets sent after the first RTT sample and lost over
+    /// more than (srtt + 4·rttvar + max_ack_delay)·3 with none acknowledged between them are
+    /// persistent congestion: the controller's timeout collapses the window to one packet.
+    #[test]
+    fn persistent_congestion_collapses_the_window() {
+        let (mut s, mut w, mut net) = setup();
+        send(&mut s, &mut w, &mut net, ms(0), 1);
+        // srtt 100 ms, rttvar 50; the loss ACK's sample of 100 ms makes rttvar 37.5 ms, so
+        // the period is (100 + 150 + 25)·3 = 825 ms.
+        ack(&mut s, ms(100), &[(0, 1)]);
+        send(&mut s, &mut w, &mut net, ms(150), 1); // pn 1: not after the first sample
+        send(&mut s, &mut w, &mut net, ms(200), 1); // pn 2
+        send(&mut s, &mut w, &mut net, ms(1300), 4); // pn 3..6
+        ack(&mut s, ms(1400), &[(6, 7)]);
+        for pn in 1..=3 {
+            assert_eq!(fate(&s, pn), Fate::Lost, "packet {pn}");
+        }
+        assert_eq!(s.cc.window(PathId(0)), MTU as u64);
+        // Packets 800 ms apart, less than the 825 ms period: no persistent congestion.
+        let (mut s, mut w, mut net) = setup();
+        send(&mut s, &mut w, &mut net, ms(0), 1);
+        ack(&mut s, ms(100), &[(0, 1)]);
+        send(&mut s, &mut w, &mut net, ms(150), 1);
+        send(&mut s, &mut w, &mut net, ms(200), 1);
+        send(&mut s, &mut w, &mut net, ms(1000), 4);
+        ack(&mut s, ms(1100), &[(6, 7)]);
+        assert_eq!(fate(&s, 3), Fate::Lost);
+        assert!(
+            s.cc.window(PathId(0)) > MTU as u64,
+            "800 ms < 825 ms is no persistence"
+        );
+    }
+}
