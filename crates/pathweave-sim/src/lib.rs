@@ -2,7 +2,7 @@
 //!
 //! * [`scenario`] reads and validates TOML scenario files into a [`Scenario`].
 //! * [`sim::Simulation`] builds the network and runs it; [`results::Results`] is what it reports.
-//! * [`link`], [`red`], [`tcp`] and [`udp`] are the network elements and endpoints.
+//! * [`link`], [`red`], [`tcp`], [`quic`] and [`udp`] are the network elements and endpoints.
 //! * [`event`], [`packet`] and [`net`] are the engine: integer-nanosecond time, at most one
 //!   pending event per component, packets carried in their link slots.
 //! * [`hugepages`] is a global allocator that binaries install to back many-flow runs with
@@ -17,6 +17,7 @@ pub mod net;
 pub mod packet;
 mod prefetch;
 pub mod quantity;
+pub mod quic;
 pub mod red;
 pub mod results;
 pub mod rng;

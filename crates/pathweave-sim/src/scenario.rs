@@ -22,8 +22,8 @@ mod values;
 pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec};
 pub use file::{read_scenario_file, MAX_FILE_BYTES};
 pub use flows::{
-    FlowKind, FlowSpec, SubflowSpec, TcpSettings, MPTCP_DSS_ACK_BYTES, MPTCP_DSS_DATA_BYTES,
-    TCP_KEYS,
+    FlowKind, FlowSpec, SubflowSpec, TcpSettings, Transport, MPTCP_DSS_ACK_BYTES,
+    MPTCP_DSS_DATA_BYTES, QUIC_REFUSED_KEYS, TCP_KEYS,
 };
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};
 pub use series::{Columns, SeriesSpec};

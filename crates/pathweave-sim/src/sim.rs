@@ -6,10 +6,11 @@ use crate::link::LinkDir;
 use crate::net::{Net, Next, RouteInfo};
 use crate::packet::PacketKind;
 use crate::prefetch::prefetch;
+use crate::quic::{self, QuicConn, QuicSender};
 use crate::results::*;
 use crate::rng::{Purpose, Stream};
-use crate::scenario::{FlowKind, LinkChange, Scenario};
-use crate::tcp::{Application, SubflowPlan, TcpReceiver, TcpSender, Traffic};
+use crate::scenario::{FlowKind, LinkChange, Scenario, Transport};
+use crate::tcp::{Application, Cc, SubflowPlan, SubflowStats, TcpReceiver, TcpSender, Traffic};
 use crate::topology;
 use crate::udp::{CbrSender, CbrSink};
 use pathweave_cc::cc::multipath::MultipathController;
@@ -30,6 +31,10 @@ enum Flow {
         snd: CbrSender,
         sink: CbrSink,
     },
+    /// A QUIC connection: both sides behind one pointer.
+    Quic {
+        conn: Box<QuicConn>,
+    },
 }
 
 impl Flow {
@@ -37,7 +42,49 @@ impl Flow {
         match self {
             Flow::Tcp { rcv, .. } => rcv.stats.delivered,
             Flow::Cbr { sink, .. } => sink.bytes,
+            Flow::Quic { conn } => conn.rcv.stats.delivered,
         }
+    }
+}
+
+/// What the sampler and the results read of a congestion-controlled sender, TCP or QUIC,
+/// path by path.
+trait PathSender {
+    fn integrate(&mut self, now: Instant);
+    fn controller(&self) -> &Cc;
+    /// Per path: whether it is open, its smoothed RTT in seconds (NaN before a sample) and
+    /// its counters.
+    fn path_stats(&self) -> impl Iterator<Item = (bool, f64, &SubflowStats)>;
+}
+
+impl PathSender for TcpSender {
+    #[inline]
+    fn integrate(&mut self, now: Instant) {
+        TcpSender::integrate(self, now)
+    }
+    #[inline]
+    fn controller(&self) -> &Cc {
+        TcpSender::controller(self)
+    }
+    #[inline]
+    fn path_stats(&self) -> impl Iterator<Item = (bool, f64, &SubflowStats)> {
+        self.subflows()
+            .iter()
+            .map(|s| (s.is_active(), s.srtt_secs(), &s.stats))
+    }
+}
+
+impl PathSender for QuicSender {
+    fn integrate(&mut self, now: Instant) {
+        QuicSender::integrate(self, now)
+    }
+    fn controller(&self) -> &Cc {
+        QuicSender::controller(self)
+    }
+    fn path_stats(&self) -> impl Iterator<Item = (bool, f64, &SubflowStats)> {
+        self.paths()
+            .iter()
+            .map(|p| (p.is_active(), p.srtt_secs(), &p.stats))
     }
 }
 
@@ -112,6 +159,9 @@ impl Simulation {
         let mut info = Vec::with_capacity(routes.len());
         for (i, f) in scenario.flows.iter().enumerate() {
             let (kind, overhead) = match &f.kind {
+                FlowKind::Tcp { cfg, .. } if cfg.transport == Transport::Quic => {
+                    (PacketKind::Data, quic::DATA_WIRE_OVERHEAD)
+                }
                 FlowKind::Tcp { cfg, .. } => (PacketKind::Data, cfg.config().header),
                 FlowKind::Cbr { .. } => (PacketKind::Datagram, 0),
             };
@@ -132,6 +182,49 @@ impl Simulation {
             let window = (f.start, f.stop);
             let pairs = &flow_routes[i];
             let flow = match &f.kind {
+                FlowKind::Tcp {
+                    cfg,
+                    control,
+                    traffic,
+                } if cfg.transport == Transport::Quic => {
+                    let Ok(cc) = control.config.build() else {
+                        unreachable!("scenario validation builds every controller configuration")
+                    };
+                    let joins =
+                        quic::handshake_joins(scenario, &f.subflows, f.start, cfg.handshakes);
+                    let plans: Vec<SubflowPlan> = f
+                        .subflows
+                        .iter()
+                        .zip(pairs)
+                        .zip(joins)
+                        .map(|((sf, &(route, ack_route)), join)| SubflowPlan {
+                            route,
+                            ack_route,
+                            join,
+                            leave: sf.stop,
+                        })
+                        .collect();
+                    let settings = quic::sender::QuicSettings {
+                        max_udp_payload: quic::max_udp_payload(cfg.mss, cfg.header),
+                        max_ack_delay: cfg.max_ack_delay,
+                    };
+                    let mut conn = QuicConn::new(
+                        i as u32,
+                        settings,
+                        Application {
+                            traffic: *traffic,
+                            start: f.start,
+                            stop: f.stop,
+                        },
+                        cc,
+                        &plans,
+                        Stream::new(seed, Purpose::Flow, i),
+                    );
+                    conn.init(&mut net);
+                    Flow::Quic {
+                        conn: Box::new(conn),
+                    }
+                }
                 FlowKind::Tcp {
                     cfg,
                     control,
@@ -394,12 +487,13 @@ impl Simulation {
             Kind::Sender => match &mut self.flows[i] {
                 Flow::Tcp { snd, .. } => snd.on_timer(&mut self.net),
                 Flow::Cbr { snd, .. } => snd.on_timer(&mut self.net),
+                Flow::Quic { conn } => conn.on_sender_timer(&mut self.net),
             },
-            Kind::Receiver => {
-                if let Flow::Tcp { rcv, .. } = &mut self.flows[i] {
-                    rcv.on_timer(&mut self.net);
-                }
-            }
+            Kind::Receiver => match &mut self.flows[i] {
+                Flow::Tcp { rcv, .. } => rcv.on_timer(&mut self.net),
+                Flow::Quic { conn } => conn.on_receiver_timer(&mut self.net),
+                Flow::Cbr { .. } => {}
+            },
             Kind::Timeline => self.on_timeline(),
             Kind::Sampler => self.on_sample(),
         }
@@ -431,6 +525,10 @@ impl Simulation {
                 (Flow::Cbr { sink, .. }, _) => {
                     sink.received += 1;
                     sink.bytes += d.payload as u64;
+                }
+                (Flow::Quic { conn }, PacketKind::Ack) => conn.on_ack(d.sub, d.seq, &mut self.net),
+                (Flow::Quic { conn }, _) => {
+                    conn.on_data(d.sub, d.seq, d.dsn, d.payload, &mut self.net)
                 }
             }
         }
@@ -480,54 +578,33 @@ impl Simulation {
             let delivered = f.delivered();
             let rate = (delivered - self.last_delivered[i]) as f64 * 8.0 / dt;
             self.last_delivered[i] = delivered;
+            let first = self.sub_index[i];
+            let rows = SampleRows {
+                series: &mut self.subflow_series,
+                columns: subflow_columns,
+                record: subflow_rows,
+                flow: i as u32,
+                t,
+                dt,
+            };
             let (cwnd, ssthresh, srtt) = match f {
                 Flow::Tcp { snd, .. } => {
-                    snd.integrate(now);
-                    let cc = snd.controller();
-                    let (mut cwnd, mut ssthresh, mut srtt) = (0.0, 0.0, f64::INFINITY);
-                    for (k, sub) in snd.subflows().iter().enumerate() {
-                        if !sub.is_active() {
-                            continue;
-                        }
-                        let m = cc.metrics(PathId(k as u32));
-                        cwnd += m.cwnd.0 as f64;
-                        ssthresh += m.ssthresh.map_or(f64::NAN, |b| b.0 as f64);
-                        let r = sub.srtt_secs();
-                        srtt = srtt.min(r);
-                        let acked = sub.stats.bytes_acked;
-                        let slot = self.sub_index[i] + k;
-                        let sub_rate = (acked - self.last_acked[slot]) as f64 * 8.0 / dt;
-                        self.last_acked[slot] = acked;
-                        if !subflow_rows {
-                            continue;
-                        }
-                        let ss = &mut self.subflow_series;
-                        ss.time_s.push(t);
-                        ss.flow.push(i as u32);
-                        ss.subflow.push(k as u32);
-                        let values = [
-                            m.cwnd.0 as f64,
-                            m.ssthresh.map_or(f64::NAN, |b| b.0 as f64),
-                            r,
-                            sub_rate,
-                            m.alpha.unwrap_or(f64::NAN),
-                            m.epsilon.unwrap_or(f64::NAN),
-                            m.weight.unwrap_or(f64::NAN),
-                            m.score.unwrap_or(f64::NAN),
-                            m.backlog.unwrap_or(f64::NAN),
-                            m.bandwidth_bps.unwrap_or(f64::NAN),
-                        ];
-                        for (k, (col, x)) in ss.value_columns().into_iter().zip(values).enumerate()
-                        {
-                            if subflow_columns.has(k) {
-                                col.push(x);
-                            }
-                        }
-                    }
-                    if !srtt.is_finite() {
-                        srtt = f64::NAN;
-                    }
-                    (cwnd, ssthresh, srtt)
+                    let n = snd.subflows().len();
+                    sample_paths(
+                        &mut **snd,
+                        now,
+                        &mut self.last_acked[first..first + n],
+                        rows,
+                    )
+                }
+                Flow::Quic { conn } => {
+                    let n = conn.snd.paths().len();
+                    sample_paths(
+                        &mut conn.snd,
+                        now,
+                        &mut self.last_acked[first..first + n],
+                        rows,
+                    )
                 }
                 Flow::Cbr { .. } => (f64::NAN, f64::NAN, f64::NAN),
             };
@@ -622,6 +699,7 @@ impl Simulation {
             let (sent, received) = match f {
                 Flow::Tcp { snd, rcv } => (snd.segments_sent(), rcv.stats.segments),
                 Flow::Cbr { snd, sink } => (snd.sent, sink.received),
+                Flow::Quic { conn } => (conn.snd.segments_sent(), conn.rcv.stats.segments),
             };
             let drops = self.net.flow_drops[i];
             if sent != received + drops + in_links[i] {
@@ -698,6 +776,10 @@ impl Simulation {
                     snd.integrate(now);
                     snd.stats.completed_at
                 }
+                Flow::Quic { conn } => {
+                    conn.snd.integrate(now);
+                    conn.snd.stats.completed_at
+                }
                 Flow::Cbr { .. } => None,
             };
             if let Some(c) = completion {
@@ -707,9 +789,13 @@ impl Simulation {
             // Sums over subflows; a CBR flow has none and reports zeros.
             let (mut retx, mut timeouts, mut losses) = (0, 0, 0);
             let (mut cwnd_int, mut srtt_int, mut srtt_time, mut active) = (0.0, 0.0, 0.0, 0.0f64);
-            if let Flow::Tcp { snd, .. } = f {
-                for (k, sub) in snd.subflows().iter().enumerate() {
-                    let s = sub.stats;
+            let path_stats: Vec<SubflowStats> = match f {
+                Flow::Tcp { snd, .. } => snd.path_stats().map(|(_, _, s)| *s).collect(),
+                Flow::Quic { conn } => conn.snd.path_stats().map(|(_, _, s)| *s).collect(),
+                Flow::Cbr { .. } => Vec::new(),
+            };
+            {
+                for (k, s) in path_stats.into_iter().enumerate() {
                     retx += s.retransmits;
                     timeouts += s.timeouts;
                     losses += s.loss_events;
@@ -747,6 +833,11 @@ impl Simulation {
                     (rcv.stats.delivered, rcv.stats.bytes, snd.segments_sent())
                 }
                 Flow::Cbr { snd, sink } => (sink.bytes, sink.bytes, snd.sent),
+                Flow::Quic { conn } => (
+                    conn.rcv.stats.delivered,
+                    conn.rcv.stats.bytes,
+                    conn.snd.segments_sent(),
+                ),
             };
             ft.name.push(spec.name.clone());
             ft.group.push(spec.group.clone());
@@ -800,6 +891,71 @@ impl Simulation {
             },
         }
     }
+}
+
+/// Where a sample's subflow rows go.
+struct SampleRows<'a> {
+    series: &'a mut SubflowSeries,
+    columns: crate::scenario::Columns,
+    /// Whether this flow's subflow rows are recorded.
+    record: bool,
+    flow: u32,
+    t: f64,
+    dt: f64,
+}
+
+/// Sample a sender's paths: their rows (if recorded) and the flow's summed cwnd and
+/// ssthresh and smallest srtt over its open paths. `last_acked` holds the paths' acknowledged
+/// bytes at the previous sample.
+fn sample_paths<S: PathSender>(
+    snd: &mut S,
+    now: Instant,
+    last_acked: &mut [u64],
+    rows: SampleRows<'_>,
+) -> (f64, f64, f64) {
+    snd.integrate(now);
+    let cc = snd.controller();
+    let (mut cwnd, mut ssthresh, mut srtt) = (0.0, 0.0, f64::INFINITY);
+    for (k, (active, r, stats)) in snd.path_stats().enumerate() {
+        if !active {
+            continue;
+        }
+        let m = cc.metrics(PathId(k as u32));
+        cwnd += m.cwnd.0 as f64;
+        ssthresh += m.ssthresh.map_or(f64::NAN, |b| b.0 as f64);
+        srtt = srtt.min(r);
+        let acked = stats.bytes_acked;
+        let sub_rate = (acked - last_acked[k]) as f64 * 8.0 / rows.dt;
+        last_acked[k] = acked;
+        if !rows.record {
+            continue;
+        }
+        let ss = &mut *rows.series;
+        ss.time_s.push(rows.t);
+        ss.flow.push(rows.flow);
+        ss.subflow.push(k as u32);
+        let values = [
+            m.cwnd.0 as f64,
+            m.ssthresh.map_or(f64::NAN, |b| b.0 as f64),
+            r,
+            sub_rate,
+            m.alpha.unwrap_or(f64::NAN),
+            m.epsilon.unwrap_or(f64::NAN),
+            m.weight.unwrap_or(f64::NAN),
+            m.score.unwrap_or(f64::NAN),
+            m.backlog.unwrap_or(f64::NAN),
+            m.bandwidth_bps.unwrap_or(f64::NAN),
+        ];
+        for (k, (col, x)) in ss.value_columns().into_iter().zip(values).enumerate() {
+            if rows.columns.has(k) {
+                col.push(x);
+            }
+        }
+    }
+    if !srtt.is_finite() {
+        srtt = f64::NAN;
+    }
+    (cwnd, ssthresh, srtt)
 }
 
 fn ratio(events: u64, packets: u64) -> f64 {

@@ -44,11 +44,11 @@ pub type Cc = pathweave_cc::cc::multipath::AnyMultipathController;
 pub(crate) struct Control {
     /// Per path: the window in bytes and the same as a float, for the integral.
     windows: Vec<(u64, f64)>,
-    cc: Cc,
+    pub(crate) cc: Cc,
 }
 
 impl Control {
-    fn new(cc: Cc, paths: usize) -> Self {
+    pub(crate) fn new(cc: Cc, paths: usize) -> Self {
         let mut c = Control {
             windows: vec![(0, 0.0); paths],
             cc,
@@ -72,7 +72,7 @@ impl Control {
 
     /// The window of path `p` as a float.
     #[inline]
-    fn window_f64(&self, p: usize) -> f64 {
+    pub(crate) fn window_f64(&self, p: usize) -> f64 {
         self.windows[p].1
     }
 

@@ -71,8 +71,42 @@ pub struct TcpSettings {
     pub mptcp_options: bool,
     /// Whether a subflow sends its first data only after its handshake, as Linux does (see
     /// [`crate::topology::handshake_joins`]); without, every subflow sends from its start.
+    /// A QUIC flow's paths wait for QUIC's handshake and path validation instead
+    /// ([`crate::quic::handshake_joins`]).
     pub handshakes: bool,
+    /// How the flow is carried: TCP (the default) or a multipath QUIC connection
+    /// ([`crate::quic`]), which reads `mss`, `header`, `initial_window` and `handshakes` of
+    /// these settings and `max_ack_delay`, and ignores the rest.
+    pub transport: Transport,
+    /// QUIC only: the receiver's `max_ack_delay` (RFC 9000 §18.2, 25 ms by default).
+    pub max_ack_delay: Duration,
 }
+
+/// The transport that carries a congestion-controlled flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// TCP (one subflow per path for a multipath connection).
+    #[default]
+    Tcp,
+    /// QUIC with the multipath extension (one QUIC path per subflow), as quinn implements it.
+    Quic,
+}
+
+/// The keys a QUIC flow refuses: TCP's loss recovery, ACK policy, timer, receive window and
+/// MPTCP settings, which QUIC replaces with its own (RFC 9000, RFC 9002). Given in `[tcp]`
+/// they are defaults for the TCP flows and a QUIC flow ignores them.
+pub const QUIC_REFUSED_KEYS: &[&str] = &[
+    "recovery",
+    "limited_transmit",
+    "prr",
+    "keep_sack_on_rto",
+    "mptcp_options",
+    "scheduler",
+    "delayed_ack",
+    "min_rto",
+    "ack_size",
+    "receive_buffer",
+];
 
 /// Bytes of MPTCP's DSS option on a data segment as Linux sends it: the 4-byte option head,
 /// a 4-byte data ACK and the 14-byte mapping (64-bit data sequence number, subflow sequence
@@ -153,6 +187,8 @@ impl Default for TcpSettings {
             keep_sack_on_rto: false,
             mptcp_options: false,
             handshakes: false,
+            transport: Transport::Tcp,
+            max_ack_delay: crate::quic::DEFAULT_MAX_ACK_DELAY,
         }
     }
 }
@@ -351,6 +387,67 @@ impl Reader<'_> {
         Ok(s)
     }
 
+    /// A QUIC flow's settings: `tcp` (the `[tcp]` defaults) with the flow's own `mss`,
+    /// `header`, `initial_window` and `handshakes`, and `max_ack_delay`. TCP's recovery, ACK,
+    /// timer, window and MPTCP keys are refused on the flow (QUIC has its own, RFC 9000 and
+    /// RFC 9002); inherited from `[tcp]` they are ignored.
+    fn quic_settings(&self, t: &Table, path: &str, tcp: &TcpSettings) -> R<TcpSettings> {
+        for key in QUIC_REFUSED_KEYS {
+            if let Some(v) = t.get(*key) {
+                return Err(self.invalid(
+                    &join(path, key),
+                    v,
+                    format!(
+                        "{key} is a TCP setting and this flow has transport = \"quic\", whose \
+                         loss recovery (RFC 9002), acknowledgements and flow control (RFC 9000) \
+                         are its own; remove {key}, or give transport = \"tcp\""
+                    ),
+                ));
+            }
+        }
+        let mut own = Table::new();
+        for key in ["mss", "header", "initial_window", "handshakes"] {
+            if let Some(v) = t.get(key) {
+                own.insert(key.to_string(), v.clone());
+            }
+        }
+        let mut s = self.tcp_settings(&own, path, *tcp)?;
+        s.transport = Transport::Quic;
+        if let Some(v) = t.get("max_ack_delay") {
+            let f = join(path, "max_ack_delay");
+            let d = self.time(&f, v)?;
+            if d >= crate::quic::MAX_ACK_DELAY_LIMIT {
+                return Err(self.invalid(
+                    &f,
+                    v,
+                    "must be below 16384 ms (2^14 ms, RFC 9000 §18.2)",
+                ));
+            }
+            s.max_ack_delay = d;
+        }
+        let wire = s.mss + s.header;
+        let least = crate::quic::DATA_WIRE_OVERHEAD + 1;
+        if wire < least {
+            let key = if t.contains_key("mss") {
+                "mss"
+            } else {
+                "header"
+            };
+            let v = t.get(key).cloned().unwrap_or(Value::Integer(0));
+            return Err(self.invalid(
+                &join(path, key),
+                &v,
+                format!(
+                    "a QUIC packet as large as the TCP segment (mss + header = {wire}B) must hold \
+                     {}B of IPv4, UDP and QUIC overhead and at least one byte of data; give \
+                     mss + header of at least {least}B",
+                    crate::quic::DATA_WIRE_OVERHEAD
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
     /// `cfg` with MPTCP's option bytes taken into the segments, or an error naming `mss`.
     fn mptcp_settings(&self, t: &Table, path: &str, cfg: &TcpSettings) -> R<TcpSettings> {
         cfg.for_mptcp().ok_or_else(|| {
@@ -488,6 +585,8 @@ impl Reader<'_> {
             "start",
             "stop",
             "traffic",
+            "transport",
+            "max_ack_delay",
         ];
         keys.extend_from_slice(TCP_KEYS);
         self.check_keys(t, path, &keys)?;
@@ -523,6 +622,17 @@ impl Reader<'_> {
             None => None,
         };
         let subflows = self.subflows(t, path, links, start, stop, duration)?;
+        let transport = match t.get("transport") {
+            Some(v) => {
+                let f = join(path, "transport");
+                Some(match self.string(&f, v)? {
+                    "tcp" => Transport::Tcp,
+                    "quic" => Transport::Quic,
+                    _ => return Err(self.invalid(&f, v, "allowed: \"tcp\", \"quic\"")),
+                })
+            }
+            None => None,
+        };
         let traffic_v = t.get("traffic");
         let is_cbr = traffic_v
             .and_then(Value::as_table)
@@ -533,6 +643,19 @@ impl Reader<'_> {
             let tp = join(path, "traffic");
             let tt = self.table(&tp, traffic_v.unwrap_or(&Value::Boolean(false)))?;
             self.check_keys(tt, &tp, &["type", "rate", "size"])?;
+            for key in ["transport", "max_ack_delay"] {
+                if let Some(v) = t.get(key) {
+                    return Err(self.invalid(
+                        &join(path, key),
+                        v,
+                        format!(
+                            "{key}: transport applies to TCP-like flows (congestion-controlled \
+                             traffic); a cbr flow sends unresponsive UDP datagrams at a fixed \
+                             rate; remove {key}"
+                        ),
+                    ));
+                }
+            }
             if let Some(v) = t.get("algorithm") {
                 return Err(self.invalid(
                     &join(path, "algorithm"),
@@ -604,7 +727,34 @@ impl Reader<'_> {
                 ));
             }
             FlowKind::Cbr { rate, size }
+        } else if transport == Some(Transport::Quic) {
+            let cfg = self.quic_settings(t, path, tcp)?;
+            // The controller counts in QUIC's max_datagram_size, the largest UDP payload
+            // (RFC 9002 §7).
+            let udp = TcpSettings {
+                mss: crate::quic::max_udp_payload(cfg.mss, cfg.header),
+                ..cfg
+            };
+            let control = self.control(t, path, &udp)?;
+            self.check_bmc_period(t, path, &control, &subflows, links.list)?;
+            self.check_bmc_lists(t, path, &control, subflows.len())?;
+            let traffic = match traffic_v {
+                Some(v) => self.traffic(v, &join(path, "traffic"))?,
+                None => Traffic::Bulk,
+            };
+            FlowKind::Tcp {
+                cfg,
+                control,
+                traffic,
+            }
         } else {
+            if let Some(v) = t.get("max_ack_delay") {
+                return Err(self.invalid(
+                    &join(path, "max_ack_delay"),
+                    v,
+                    "max_ack_delay is a QUIC setting (RFC 9000 §18.2); it needs transport = \"quic\"",
+                ));
+            }
             let mut cfg = self.tcp_settings(t, path, *tcp)?;
             let mut control = self.control(t, path, &cfg)?;
             if cfg.scheduler == SchedulerKind::Linux && !runs_as_mptcp(&control, subflows.len()) {

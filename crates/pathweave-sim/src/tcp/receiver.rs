@@ -35,9 +35,9 @@ pub struct ReceiverStats {
 /// in-order case reads the first 12 bytes only.
 #[derive(Debug, Default)]
 #[repr(C)]
-struct Reorder {
-    next: u64,
-    count: u32,
+pub(crate) struct Reorder {
+    pub(crate) next: u64,
+    pub(crate) count: u32,
     /// Payload of `next + k` if held, else 0.
     held: VecDeque<u32>,
 }
@@ -46,7 +46,7 @@ impl Reorder {
     /// Record segment `seq` with `payload` bytes; returns the bytes that became in order, or
     /// `None` for a duplicate.
     #[inline(always)]
-    fn insert(&mut self, seq: u64, payload: u32) -> Option<u64> {
+    pub(crate) fn insert(&mut self, seq: u64, payload: u32) -> Option<u64> {
         if seq == self.next && self.count == 0 {
             // The common case: in order with nothing held.
             self.next += 1;
