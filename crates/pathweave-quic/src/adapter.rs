@@ -19,8 +19,9 @@
 //!   and the remaining bytes as an ordinary ACK.
 //! * The RTT sample of a frame is `now` minus the send time of its newest acknowledged packet
 //!   (QUIC never retransmits a packet, so every sample is valid; the peer's ACK delay is not
-//!   subtracted). Each path keeps its own RFC 6298 estimator ([`pathweave_cc::rtt`]) for the
-//!   views: quinn updates its own only after the controller has seen the frame.
+//!   subtracted). The views' smoothed and minimum RTT are quinn's own (RFC 9002 §5, the ACK
+//!   delay subtracted), as it stood before this frame: quinn updates its estimator only after
+//!   the controller has seen the frame. Until quinn has a sample, they are the frame's.
 //! * `on_congestion_event` for packets sent after the current recovery period began starts a
 //!   new period: [`MultipathController::on_congestion_event`] (loss or ECN). Later losses of
 //!   packets sent before it belong to the same period and are not reported again, as in
@@ -38,7 +39,6 @@
 //! event allocates.
 
 use pathweave_cc::cc::multipath::{AnyMultipathController, MultipathController, Paths};
-use pathweave_cc::rtt::{RtoConfig, RttEstimator};
 use pathweave_cc::{
     Ack, Bytes, CongestionEvent, Duration, Instant, Metrics, PathId, PathView, Rto,
 };
@@ -60,7 +60,7 @@ pub struct PathSnapshot {
     pub cwnd: u64,
     /// The controller's slow-start threshold in bytes, `None` while infinite.
     pub ssthresh: Option<u64>,
-    /// Smoothed RTT from the acknowledgements of this path, seconds (`None` before the first).
+    /// Smoothed RTT of this path, seconds (`None` before the first acknowledgement).
     pub srtt: Option<f64>,
     /// Bytes in flight on the path at its last event.
     pub in_flight: u64,
@@ -79,7 +79,8 @@ pub struct PathSnapshot {
 struct Slot {
     /// quinn's controller handles for this path (quinn clones one when a path migrates).
     handles: u32,
-    rtt: RttEstimator,
+    /// ACK frames that gave an RTT sample.
+    samples: u64,
     acked_bytes: u64,
     congestion_events: u64,
     persistent_congestion: u64,
@@ -143,7 +144,7 @@ impl Coupled {
             open: s.handles > 0,
             cwnd: g.cc.window(p).0,
             ssthresh: g.cc.ssthresh(p).map(|b| b.0),
-            srtt: s.rtt.srtt().map(|d| d.as_secs_f64()),
+            srtt: v.srtt.map(|d| d.as_secs_f64()),
             in_flight: v.in_flight.0,
             acked_bytes: s.acked_bytes,
             congestion_events: s.congestion_events,
@@ -170,7 +171,7 @@ impl Coupled {
         g.views.push(PathView::new(PathId(slot), mss));
         g.slots.push(Slot {
             handles: 1,
-            rtt: RttEstimator::new(RtoConfig::default()),
+            samples: 0,
             acked_bytes: 0,
             congestion_events: 0,
             persistent_congestion: 0,
@@ -214,6 +215,8 @@ struct Pending {
     /// Bytes of packets sent after it (or outside recovery).
     fresh_bytes: u64,
     newest_sent: Option<QuinnInstant>,
+    /// quinn's smoothed and minimum RTT as it passed them with the packets.
+    quinn_rtt: Option<(std::time::Duration, std::time::Duration)>,
 }
 
 /// One path's controller as quinn sees it: a handle onto the connection's [`Coupled`] state.
@@ -274,8 +277,9 @@ impl Controller for PathController {
         sent: QuinnInstant,
         bytes: u64,
         _app_limited: bool,
-        _rtt: &quinn_proto::RttEstimator,
+        rtt: &quinn_proto::RttEstimator,
     ) {
+        self.pending.quinn_rtt = Some((rtt.get(), rtt.min()));
         self.acked(sent, bytes);
     }
 
@@ -300,11 +304,20 @@ impl Controller for PathController {
             cc, views, slots, ..
         } = &mut *g;
         let s = &mut slots[i];
-        s.rtt.on_sample(sample);
         s.acked_bytes += pending.recovery_bytes + pending.fresh_bytes;
         let v = &mut views[i];
-        v.srtt = s.rtt.srtt();
-        v.min_rtt = s.rtt.min_rtt();
+        let nanos = |d: std::time::Duration| Duration(d.as_nanos() as u64);
+        match pending.quinn_rtt {
+            Some((srtt, min)) if s.samples > 0 => {
+                v.srtt = Some(nanos(srtt));
+                v.min_rtt = Some(nanos(min).min(sample));
+            }
+            _ => {
+                v.srtt = Some(sample);
+                v.min_rtt = Some(v.min_rtt.map_or(sample, |m| m.min(sample)));
+            }
+        }
+        s.samples += 1;
         v.latest_rtt = Some(sample);
         if pending.recovery_bytes > 0 {
             let ack = Ack {

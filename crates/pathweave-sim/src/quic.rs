@@ -69,12 +69,18 @@ pub const HANDSHAKE_DATAGRAM: u32 = 1200;
 /// than this many arrived (`LAZY_ACK_THRESHOLD`, `maybe_ack_non_eliciting`).
 pub const LAZY_ACK_THRESHOLD: u64 = 10;
 
+/// QUIC's smallest allowed largest UDP payload (RFC 9000 §14); quinn raises a smaller MTU to it.
+pub const MIN_UDP_PAYLOAD: u32 = 1200;
+
 /// The largest UDP payload of a flow whose TCP segments are `mss + header` bytes on the
-/// wire: QUIC's max_datagram_size (RFC 9002 §7), the controller's segment size. RFC 9000
-/// §14 asks for at least 1200 bytes; below (a TCP segment under 1228 bytes) the model still
-/// sends packets of the segment's size, as a stack whose MTU is set so would need to.
+/// wire: QUIC's max_datagram_size (RFC 9002 §7), the controller's segment size. A full packet
+/// is as large on the wire as a TCP segment, but never smaller than QUIC allows (RFC 9000 §14:
+/// 1200 bytes of UDP payload; quinn will not go below): segments under 1228 bytes give
+/// 1228-byte packets.
 pub fn max_udp_payload(mss: u32, header: u32) -> u32 {
-    (mss + header).saturating_sub(IP_UDP_HEADER)
+    (mss + header)
+        .saturating_sub(IP_UDP_HEADER)
+        .max(MIN_UDP_PAYLOAD)
 }
 
 /// Bytes of a variable-length integer (RFC 9000 §16).
@@ -311,14 +317,16 @@ impl QuicConn {
 mod tests {
     use super::*;
 
-    /// The sizes the model uses: a 1040-byte TCP segment (1000 + 40) is a 1012-byte UDP
-    /// payload, 979 of them stream data.
+    /// The sizes the model uses: the UDP payload follows the TCP segment's wire size, but not
+    /// below 1200 bytes.
     #[test]
     fn overheads_add_up() {
         assert_eq!(PACKET_OVERHEAD, 33);
         assert_eq!(DATA_WIRE_OVERHEAD, 61);
-        assert_eq!(max_udp_payload(1000, 40), 1012);
-        assert_eq!(max_udp_payload(1000, 40) - PACKET_OVERHEAD, 979);
+        // RFC 9000 §14's floor: a 1040-byte TCP segment gives a 1228-byte QUIC packet.
+        assert_eq!(max_udp_payload(1000, 40), 1200);
+        assert_eq!(max_udp_payload(1460, 40), 1472);
+        assert_eq!(max_udp_payload(1460, 40) - PACKET_OVERHEAD, 1439);
         assert_eq!(ACK_PACKET_OVERHEAD, 55);
         assert_eq!(
             [0, 63, 64, 16_383, 16_384, 1 << 30].map(varint_len),

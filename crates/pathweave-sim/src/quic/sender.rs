@@ -7,12 +7,12 @@
 //! The stream is cut into chunks of one full packet's stream data; a packet carries one
 //! chunk (the last chunk of a sized transfer may be short), or none for a PING probe.
 //!
-//! Controller events (the mapping the real adapter follows): per PATH_ACK frame that newly
-//! acknowledges packets, `on_ack` with the bytes of the newly acknowledged packets (UDP
-//! payload), the frame's RTT sample if its largest acknowledged packet is newly acknowledged,
-//! and `in_recovery` iff the largest newly acknowledged packet was sent at or before the start
-//! of the current recovery period; then `on_recovery_end` if that packet was sent after it
-//! (a recovery period ends when a packet sent during it is acknowledged, RFC 9002 §7.3.2).
+//! Controller events (the mapping of pathweave-quic's adapter): per PATH_ACK frame that newly
+//! acknowledges packets, the bytes (UDP payload) of those sent at or before the start of the
+//! current recovery period in one `on_ack` with `in_recovery` set; then, if the frame
+//! acknowledges packets sent after it, `on_recovery_end` (a recovery period ends when a
+//! packet sent during it is acknowledged, RFC 9002 §7.3.2) and their bytes in one ordinary
+//! `on_ack`. Both carry the time since the newest acknowledged packet was sent as the RTT.
 //! `on_congestion_event` when packets are declared lost and the largest of them was sent
 //! after the current recovery period started (one reduction per round trip, §7.3.2); that
 //! starts a new period. Persistent congestion (§7.6) gives `on_rto` instead. A PTO calls
@@ -502,7 +502,9 @@ impl QuicSender {
         if p.largest_acked.is_none_or(|l| largest > l) {
             p.largest_acked = Some(largest);
         }
-        let (mut bytes, mut payload) = (0u64, 0u64);
+        // Bytes of packets sent at or before the current recovery period's start, and after.
+        let start = p.recovery_start;
+        let (mut old_bytes, mut fresh_bytes, mut payload) = (0u64, 0u64, 0u64);
         let mut newest: Option<(u64, Instant)> = None;
         while let (Some(&lo), Some(&hi)) = (ranges.next(), ranges.next()) {
             let from = lo.max(p.base_pn);
@@ -513,7 +515,11 @@ impl QuicSender {
                     continue;
                 }
                 let s = p.settle(i, Fate::Acked);
-                bytes += s.size as u64;
+                if start.is_some_and(|r| s.time <= r) {
+                    old_bytes += s.size as u64;
+                } else {
+                    fresh_bytes += s.size as u64;
+                }
                 if s.chunk != NO_CHUNK {
                     payload += s.payload as u64;
                     if let Some(b) = self.stream.acked(s.chunk) {
@@ -539,20 +545,33 @@ impl QuicSender {
                 p.first_after_rtt_sample = Some(p.next_pn);
             }
         }
-        let in_recovery = p.recovery_start.is_some_and(|r| newest_sent <= r);
+        // The controller's sample: the time since the newest acknowledged packet was sent
+        // (the adapter's, which cannot see quinn's estimator update in time).
+        let cc_rtt = Some(now.saturating_since(newest_sent));
         p.refresh(&mut self.views);
-        let ack = Ack {
-            now,
-            bytes_acked: Bytes(bytes),
-            rtt: sample,
-            in_recovery,
-        };
         let pid = p.pid();
-        self.cc.on_ack(pid, &ack, &Paths(&self.views));
-        let p = &mut self.paths[k];
-        if p.in_recovery && !in_recovery {
-            p.in_recovery = false;
-            self.cc.on_recovery_end(pid, now, &Paths(&self.views));
+        if old_bytes > 0 {
+            let ack = Ack {
+                now,
+                bytes_acked: Bytes(old_bytes),
+                rtt: cc_rtt,
+                in_recovery: true,
+            };
+            self.cc.on_ack(pid, &ack, &Paths(&self.views));
+        }
+        if fresh_bytes > 0 {
+            let p = &mut self.paths[k];
+            if p.in_recovery {
+                p.in_recovery = false;
+                self.cc.on_recovery_end(pid, now, &Paths(&self.views));
+            }
+            let ack = Ack {
+                now,
+                bytes_acked: Bytes(fresh_bytes),
+                rtt: cc_rtt,
+                in_recovery: false,
+            };
+            self.cc.on_ack(pid, &ack, &Paths(&self.views));
         }
         self.detect_lost(k, now, true);
         let p = &mut self.paths[k];
@@ -642,7 +661,8 @@ impl QuicSender {
 
     /// Send what the windows, the pacers and the probes allow (quinn `poll_transmit`): each
     /// packet goes on the first path, in `PathId` order, that may send one; a path is
-    /// blocked when `in_flight + max_udp_payload ≥ cwnd` (quinn's congestion check), unless
+    /// blocked when `in_flight + max_udp_payload > cwnd` (quinn's congestion check against
+    /// the adapter's window, one byte above the controller's), unless
     /// a probe is due, and when its pacer holds the packet back.
     fn schedule(&mut self, wire: &mut Wire, net: &mut Net) {
         let now = net.now;
@@ -656,7 +676,9 @@ impl QuicSender {
                     continue;
                 }
                 let probe = p.loss_probes > 0;
-                if !probe && (p.in_flight + mtu >= window || !self.stream.has_data()) {
+                // The adapter answers quinn one byte above the controller's window, so that
+                // quinn's `in_flight + size < window` lets a window of n packets carry n.
+                if !probe && (p.in_flight + mtu > window || !self.stream.has_data()) {
                     continue;
                 }
                 if let Some(t) = p.pacer.delay(p.rtt.get(), mtu, mtu, window, now) {
