@@ -1,19 +1,17 @@
 //! One emulated run: build the test bed, start the link driver and the applications, sample
 //! in real time until the scenario's end, then tear everything down and report.
 
-use crate::apps::{self, AppKind, AppSpec, FlowState};
 use crate::controllers::Controllers;
 use crate::driver::{Driver, Port, Route};
+use crate::endpoint::{dotted, mean, Endpoint, Ends};
 use crate::lab::{self, Lab, Netns};
-use crate::sample::Probe;
 use crate::{
     check_environment, check_scenario, is_multipath, sys, Clock, EmuError, Lateness, Options,
-    Report, TransferCheck,
+    Report,
 };
-use pathweave_cc::{Bytes, Instant};
+use pathweave_cc::Instant;
 use pathweave_sim::results::*;
-use pathweave_sim::scenario::{FlowKind, Scenario};
-use pathweave_sim::tcp::{Recovery, Traffic};
+use pathweave_sim::scenario::Scenario;
 use pathweave_sim::topology;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,8 +20,6 @@ use std::thread::JoinHandle;
 
 /// How often the orchestrator wakes to check on the run between samples.
 const TICK_NS: u64 = 20_000_000;
-/// `tcp_rmem` and `tcp_wmem` in every namespace: minimum, initial and largest buffer (bytes).
-const BIG_BUFFERS: &str = "4096 8388608 33554432";
 /// Transmit queue of every TUN device, in packets (the kernel's default is 500). A burst that
 /// finds the emulator busy waits here instead of being dropped unseen; the wait is measured
 /// (`Report::intake_wait`) and judged like lateness.
@@ -43,10 +39,6 @@ fn server_addr(i: usize) -> [u8; 4] {
     [198, 19, (n >> 8) as u8, n as u8]
 }
 
-fn dotted(a: [u8; 4]) -> String {
-    format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
-}
-
 /// `<pid>-<nonce>` in hex: the owning process is in every name, so a clean-up can tell a
 /// killed run's named namespaces from a running one's. Also returns the two as one number
 /// (`pid << 8 | nonce`), which names the run's BPF controllers.
@@ -60,61 +52,39 @@ fn run_id() -> (String, u64) {
     )
 }
 
-/// What one flow's test bed is made of.
-struct FlowBed {
-    sender_ns: Netns,
-    receiver_ns: Netns,
-    /// TUN device names, one per subflow (the same name at both ends).
-    devices: Vec<String>,
-    client: Vec<[u8; 4]>,
-    server: [u8; 4],
-    mptcp: bool,
-    congestion: String,
-}
-
-/// Inside namespace `ns`, on a thread of its own: write `sysctls`, open TUN `devices` and, for a
-/// receiver, create the listening socket. Returns the TUN descriptors and the listener.
-fn prepare_namespace(
+/// Inside namespace `ns`, on a thread of its own: write `sysctls`, open TUN `devices`, then
+/// run `then` (a receiver's listener). Returns the TUN descriptors and what `then` returned.
+fn prepare_namespace<T: Send>(
     ns: &Netns,
     sysctls: &[(&str, String)],
     devices: &[String],
-    listener: Option<&AppSpec>,
-) -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
-    let ns = ns.clone();
-    let sysctls: Vec<(String, String)> = sysctls
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    let devices = devices.to_vec();
-    let listener = listener.cloned();
-    std::thread::spawn(
-        move || -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
-            let name = ns.name();
-            ns.enter()
-                .map_err(|e| EmuError::Setup(format!("entering namespace {name}: {e}")))?;
-            for (key, value) in &sysctls {
-                let path = format!("/proc/sys/{}", key.replace('.', "/"));
-                std::fs::write(&path, value)
-                    .map_err(|e| EmuError::Setup(format!("{name}: sysctl {key}={value}: {e}")))?;
-            }
-            let mut fds = Vec::with_capacity(devices.len());
-            for d in &devices {
-                fds.push(
-                    sys::open_tun(d)
-                        .map_err(|e| EmuError::Setup(format!("{name}: TUN device {d}: {e}")))?,
-                );
-            }
-            let l = match listener {
-                Some(spec) => {
-                    Some(apps::listen(&spec).map_err(|e| EmuError::Setup(format!("{name}: {e}")))?)
+    then: impl FnOnce() -> Result<T, String> + Send,
+) -> Result<(Vec<OwnedFd>, T), EmuError> {
+    let name = ns.name();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> Result<(Vec<OwnedFd>, T), EmuError> {
+                ns.enter()
+                    .map_err(|e| EmuError::Setup(format!("entering namespace {name}: {e}")))?;
+                for (key, value) in sysctls {
+                    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+                    std::fs::write(&path, value).map_err(|e| {
+                        EmuError::Setup(format!("{name}: sysctl {key}={value}: {e}"))
+                    })?;
                 }
-                None => None,
-            };
-            Ok((fds, l))
-        },
-    )
-    .join()
-    .map_err(|_| EmuError::Setup("a setup thread panicked".to_string()))?
+                let mut fds = Vec::with_capacity(devices.len());
+                for d in devices {
+                    fds.push(
+                        sys::open_tun(d)
+                            .map_err(|e| EmuError::Setup(format!("{name}: TUN device {d}: {e}")))?,
+                    );
+                }
+                let t = then().map_err(|e| EmuError::Setup(format!("{name}: {e}")))?;
+                Ok((fds, t))
+            })
+            .join()
+            .map_err(|_| EmuError::Setup("a setup thread panicked".to_string()))?
+    })
 }
 
 /// Sets the run's stop flag when dropped, so no thread outlives an error or a panic.
@@ -126,25 +96,12 @@ impl Drop for HaltOnDrop {
     }
 }
 
-/// An MPTCP path-manager change at a time: add (join) or delete (leave) subflow `k`'s endpoint.
-struct EndpointChange {
+/// A path change of flow `flow` (see [`crate::endpoint::PathChange`]).
+struct PathChange {
     at: u64,
     flow: usize,
     k: usize,
     join: bool,
-}
-
-fn endpoint_command(bed: &FlowBed, k: usize, join: bool) -> String {
-    if join {
-        format!(
-            "mptcp endpoint add {} dev {} id {} subflow",
-            dotted(bed.client[k]),
-            bed.devices[k],
-            k + 1
-        )
-    } else {
-        format!("mptcp endpoint delete id {}", k + 1)
-    }
 }
 
 /// Run `scenario` over real kernel stacks, in real time. `stop` ends the run early (the caller
@@ -173,190 +130,91 @@ pub fn emulate(
     let mut lab = Lab::new(&id);
     let wall_start = sys::monotonic_ns();
 
-    // Namespaces, addresses and devices.
-    let mut beds = Vec::with_capacity(scenario.flows.len());
+    // Namespaces, addresses and devices, and each flow's endpoint between them.
+    let mut endpoints = Vec::with_capacity(scenario.flows.len());
     for (i, (f, client)) in scenario.flows.iter().zip(addrs).enumerate() {
         check_stop(stop)?;
         let sender_ns = lab.add(&format!("{i}s"))?;
         let receiver_ns = lab.add(&format!("{i}r"))?;
         let n = f.subflows.len();
-        let devices: Vec<String> = (0..n).map(|k| format!("pw-{id}-{k}")).collect();
-        let (mptcp, congestion) = match &f.kind {
-            FlowKind::Tcp { control, .. } => {
-                let cc = controllers.congestion(&control.name);
-                let cc = match &opts.reno_congestion {
-                    Some(other) if cc == "reno" => other.clone(),
-                    _ => cc,
-                };
-                (is_multipath(f), cc)
-            }
-            FlowKind::Cbr { .. } => (false, String::new()),
-        };
-        beds.push(FlowBed {
-            sender_ns,
-            receiver_ns,
-            devices,
-            client,
-            server: server_addr(i),
-            mptcp,
-            congestion,
-        });
-    }
-
-    let end_ns = scenario.duration.0;
-    let mut app_specs = Vec::new();
-    for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
-        let kind = match &f.kind {
-            FlowKind::Tcp { traffic, cfg, .. } => AppKind::Tcp {
-                mptcp: bed.mptcp,
-                congestion: bed.congestion.clone(),
-                traffic: *traffic,
-                receive_buffer: cfg.receive_buffer,
-            },
-            FlowKind::Cbr { rate, size } => AppKind::Cbr {
-                interval_ns: rate
-                    .transmission_time(Bytes(*size as u64))
-                    .map_or(1_000_000_000, |d| d.0.max(1)),
-                size: *size,
-            },
-        };
-        app_specs.push(AppSpec {
+        let ends = Ends {
             index: i,
             name: f.name.clone(),
-            sender_ns: bed.sender_ns.clone(),
-            receiver_ns: bed.receiver_ns.clone(),
-            server: bed.server,
-            client: bed.client[0],
-            kind,
+            sender_ns,
+            receiver_ns,
+            devices: (0..n).map(|k| format!("pw-{id}-{k}")).collect(),
+            client,
+            server: server_addr(i),
             start_ns: f.start.0,
             stop_ns: f.stop.map(|s| s.0),
             seed: seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        });
+        };
+        endpoints.push(Endpoint::new(f, ends, &controllers, opts));
     }
 
     // Configure each namespace: sysctls, devices and listeners first, then addresses,
     // routes and MPTCP endpoints.
-    let mut sender_fds = Vec::with_capacity(beds.len());
-    let mut receiver_fds = Vec::with_capacity(beds.len());
-    let mut listeners = Vec::with_capacity(beds.len());
-    let mut endpoint_changes = Vec::new();
-    for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
+    let end_ns = scenario.duration.0;
+    let mut sender_fds = Vec::with_capacity(endpoints.len());
+    let mut receiver_fds = Vec::with_capacity(endpoints.len());
+    let mut path_changes = Vec::new();
+    let mut max_mtu = None;
+    for (i, endpoint) in endpoints.iter_mut().enumerate() {
         check_stop(stop)?;
-        let (mtu, iw, min_rto, quickack, sack) = match &f.kind {
-            FlowKind::Tcp { cfg, .. } => (
-                cfg.mss + cfg.header,
-                Some(cfg.initial_window),
-                Some(cfg.min_rto),
-                cfg.delayed_ack.is_none(),
-                cfg.recovery == Recovery::Sack,
-            ),
-            FlowKind::Cbr { size, .. } => (*size, None, None, false, true),
-        };
-        let common = [
-            ("net.ipv4.tcp_sack", (sack as u8).to_string()),
-            // 20-byte TCP headers, as the scenario's header size assumes.
-            ("net.ipv4.tcp_timestamps", "0".to_string()),
-            ("net.ipv4.tcp_ecn", "0".to_string()),
-            // Classic loss recovery, as the simulator models it: no RACK, no tail loss probe,
-            // no F-RTO (Linux's PRR and limited transmit cannot be switched off).
-            ("net.ipv4.tcp_recovery", "0".to_string()),
-            ("net.ipv4.tcp_early_retrans", "0".to_string()),
-            ("net.ipv4.tcp_frto", "0".to_string()),
-            ("net.ipv4.tcp_no_metrics_save", "1".to_string()),
-            // One segment per send, as the simulator sends: Linux's default builds frames of
-            // at least two segments (`tcp_min_tso_segs = 2`) and may hold one back until the
-            // window has room for both, which made the emulated dumbbell's arrivals burstier
-            // (RED average 4.17 against 4.01 packets) and its total 1.2 % lower
-            // (docs/emulation.md).
-            ("net.ipv4.tcp_min_tso_segs", "1".to_string()),
-            // The simulator's receive buffer is unlimited unless the scenario sets one (then
-            // SO_RCVBUF, see apps::listen). A connection whose subflow stalls in a timeout
-            // holds everything the other subflows deliver meanwhile: start both buffers at
-            // 8 MB (Linux's defaults start at 128 and 16 kB and autotune up) so that the real
-            // stack's buffers are not what limits it.
-            ("net.ipv4.tcp_rmem", BIG_BUFFERS.to_string()),
-            ("net.ipv4.conf.all.rp_filter", "0".to_string()),
-            ("net.ipv4.conf.default.rp_filter", "0".to_string()),
-        ];
-        // The sender's socket sets its congestion control itself (apps::connect), before it
-        // connects; an MPTCP connection keeps the name and gives it to every subflow it
-        // opens, the first and those the path manager adds later. The namespace's default
-        // stays the kernel's: a default of the run's own BPF controller would hold it
-        // registered for as long as the namespace exists (which, for a namespace named under
-        // /run/netns and then killed, is until `pathweave emulate --cleanup`).
-        let (sfds, _) = prepare_namespace(&bed.sender_ns, &common, &bed.devices, None)?;
-        let (rfds, listener) =
-            prepare_namespace(&bed.receiver_ns, &common, &bed.devices, Some(&app_specs[i]))?;
+        let needs = endpoint.needs();
+        max_mtu = max_mtu.max(Some(needs.mtu));
+        let e = endpoint.ends().clone();
+        let (sfds, ()) = prepare_namespace(&e.sender_ns, &needs.sysctls, &e.devices, || Ok(()))?;
+        let (rfds, ()) = prepare_namespace(&e.receiver_ns, &needs.sysctls, &e.devices, || {
+            endpoint.listen()
+        })?;
         sender_fds.push(sfds);
         receiver_fds.push(rfds);
-        listeners.push(listener);
 
-        let server = dotted(bed.server);
-        let mut route_opts = String::new();
-        if let Some(iw) = iw {
-            route_opts += &format!(" initcwnd {iw}");
-        }
-        if let Some(rto) = min_rto {
-            route_opts += &format!(" rto_min {}ms", (rto.0 / 1_000_000).max(1));
-        }
+        let server = dotted(e.server);
         let mut snd = vec!["link set lo up".to_string()];
         let mut rcv = vec![
             "link set lo up".to_string(),
             format!("addr add {server}/32 dev lo"),
         ];
-        for (k, dev) in bed.devices.iter().enumerate() {
-            let c = dotted(bed.client[k]);
+        for (k, dev) in e.devices.iter().enumerate() {
+            let c = dotted(e.client[k]);
             for cmds in [&mut snd, &mut rcv] {
                 cmds.push(format!(
-                    "link set {dev} mtu {mtu} txqueuelen {TUN_QUEUE} up"
+                    "link set {dev} mtu {} txqueuelen {TUN_QUEUE} up",
+                    needs.mtu
                 ));
             }
             snd.push(format!("addr add {c}/32 dev {dev}"));
+            let opts = &needs.sender_route_options;
             if k == 0 {
-                snd.push(format!(
-                    "route add {server}/32 dev {dev} src {c}{route_opts}"
-                ));
+                snd.push(format!("route add {server}/32 dev {dev} src {c}{opts}"));
             } else {
                 snd.push(format!("rule add from {c}/32 table {}", 100 + k));
                 snd.push(format!(
-                    "route add {server}/32 dev {dev} src {c}{route_opts} table {}",
+                    "route add {server}/32 dev {dev} src {c}{opts} table {}",
                     100 + k
                 ));
             }
             rcv.push(format!(
                 "route add {c}/32 dev {dev} src {server}{}",
-                if quickack { " quickack 1" } else { "" }
+                needs.receiver_route_options
             ));
         }
-        if bed.mptcp {
-            let n = bed.devices.len();
-            let limits = format!("mptcp limits set subflows {} add_addr_accepted 0", n - 1);
-            snd.push(limits.clone());
-            rcv.push(limits);
-            for (k, sf) in f.subflows.iter().enumerate().skip(1) {
-                match sf.start {
-                    Some(t) if t > f.start => endpoint_changes.push(EndpointChange {
-                        at: t.0,
-                        flow: i,
-                        k,
-                        join: true,
-                    }),
-                    _ => snd.push(endpoint_command(bed, k, true)),
-                }
-                if let Some(t) = sf.stop {
-                    endpoint_changes.push(EndpointChange {
-                        at: t.0,
-                        flow: i,
-                        k,
-                        join: false,
-                    });
-                }
-            }
+        snd.extend(needs.sender_commands);
+        rcv.extend(needs.receiver_commands);
+        for c in endpoint.path_changes() {
+            path_changes.push(PathChange {
+                at: c.at,
+                flow: i,
+                k: c.k,
+                join: c.join,
+            });
         }
-        lab.batch(&bed.sender_ns, &snd)?;
-        lab.batch(&bed.receiver_ns, &rcv)?;
+        lab.batch(&e.sender_ns, &snd)?;
+        lab.batch(&e.receiver_ns, &rcv)?;
     }
-    endpoint_changes.sort_by_key(|c| c.at);
+    path_changes.sort_by_key(|c| c.at);
 
     // The links, exactly as the simulator builds them, and the routes through them.
     let links = topology::build_links(scenario, seed);
@@ -391,15 +249,7 @@ pub fn emulate(
         }
     }
     let timeline = topology::timeline(scenario);
-    let max_mtu = scenario
-        .flows
-        .iter()
-        .map(|f| match &f.kind {
-            FlowKind::Tcp { cfg, .. } => cfg.mss + cfg.header,
-            FlowKind::Cbr { size, .. } => *size,
-        })
-        .max()
-        .unwrap_or(1500);
+    let max_mtu = max_mtu.unwrap_or(1500);
     let slot = (max_mtu as usize + 64).next_multiple_of(64);
     let interval = scenario.sample_interval.0;
     let mut driver = Driver::new(
@@ -416,9 +266,6 @@ pub fn emulate(
     );
 
     // Go.
-    let states: Vec<Arc<FlowState>> = (0..scenario.flows.len())
-        .map(|_| Arc::new(FlowState::new()))
-        .collect();
     let halt = Arc::new(AtomicBool::new(false));
     // Whatever happens from here on, the threads are told to stop.
     let _halt_guard = HaltOnDrop(halt.clone());
@@ -433,34 +280,15 @@ pub fn emulate(
         })
         .map_err(|e| EmuError::Setup(format!("starting the link thread: {e}")))?;
     let mut threads = Vec::new();
-    for ((spec, state), listener) in app_specs.iter().zip(&states).zip(listeners) {
-        if let Some(l) = listener {
-            let (spec2, st, h) = (spec.clone(), state.clone(), halt.clone());
-            threads.push(std::thread::spawn(move || {
-                apps::receive(spec2, l, st, clock, h)
-            }));
-        }
-        let (spec2, st, h) = (spec.clone(), state.clone(), halt.clone());
-        threads.push(std::thread::spawn(move || apps::send(spec2, st, clock, h)));
+    for e in endpoints.iter_mut() {
+        threads.extend(e.start_receiver(clock, &halt));
+    }
+    for e in &endpoints {
+        threads.push(e.start_sender(clock, &halt));
     }
 
-    let mut probes: Vec<Probe> = scenario
-        .flows
-        .iter()
-        .zip(&beds)
-        .zip(&states)
-        .map(|((f, bed), st)| {
-            Probe::new(
-                st.clone(),
-                matches!(f.kind, FlowKind::Tcp { .. }),
-                bed.mptcp,
-                bed.client.clone(),
-            )
-        })
-        .collect();
     let mut flow_series = FlowSeries::default();
     let mut subflow_series = SubflowSeries::default();
-    let mut scratch = Vec::new();
     let mut next_sample = interval;
     let mut next_change = 0usize;
     let mut outcome: Result<(), EmuError> = Ok(());
@@ -471,10 +299,7 @@ pub fn emulate(
             outcome = Err(EmuError::Interrupted);
             break;
         }
-        if let Some(e) = states
-            .iter()
-            .find_map(|s| s.error.lock().ok().and_then(|e| e.clone()))
-        {
+        if let Some(e) = endpoints.iter().find_map(Endpoint::error) {
             outcome = Err(EmuError::Failed(e));
             break;
         }
@@ -489,25 +314,19 @@ pub fn emulate(
         }
         while next_sample <= end_ns && now >= next_sample {
             let t = next_sample as f64 / 1e9;
-            for (i, probe) in probes.iter_mut().enumerate() {
-                if let Some((w, sc)) = controllers.weights(i) {
-                    probe.weights.copy_from_slice(w);
-                    probe.scores.copy_from_slice(sc);
-                }
-                probe.sample(
-                    i as u32,
+            for (i, e) in endpoints.iter_mut().enumerate() {
+                e.sample(
                     t,
                     interval as f64 / 1e9,
+                    controllers.weights(i),
                     &mut flow_series,
                     &mut subflow_series,
-                    &mut scratch,
                 );
             }
             next_sample += interval;
         }
-        while let Some(c) = endpoint_changes.get(next_change).filter(|c| c.at <= now) {
-            let bed = &beds[c.flow];
-            if let Err(e) = lab.batch(&bed.sender_ns, &[endpoint_command(bed, c.k, c.join)]) {
+        while let Some(c) = path_changes.get(next_change).filter(|c| c.at <= now) {
+            if let Err(e) = endpoints[c.flow].change_path(&lab, c.k, c.join) {
                 outcome = Err(e);
                 break;
             }
@@ -518,17 +337,17 @@ pub fn emulate(
         }
         let wake = next_sample
             .min(end_ns)
-            .min(endpoint_changes.get(next_change).map_or(u64::MAX, |c| c.at));
+            .min(path_changes.get(next_change).map_or(u64::MAX, |c| c.at));
         std::thread::sleep(std::time::Duration::from_nanos(
             wake.saturating_sub(now).clamp(1, TICK_NS),
         ));
     }
-    for probe in probes.iter_mut() {
-        probe.read_netstat();
+    for e in endpoints.iter_mut() {
+        e.finish();
     }
-    let device_drops = beds
+    let device_drops = endpoints
         .iter()
-        .flat_map(|b| [&b.sender_ns, &b.receiver_ns])
+        .flat_map(|e| [&e.ends().sender_ns, &e.ends().receiver_ns])
         .map(device_tx_drops)
         .sum();
     halt.store(true, Ordering::Relaxed);
@@ -554,8 +373,7 @@ pub fn emulate(
         scenario,
         seed,
         &driver,
-        &probes,
-        &states,
+        &endpoints,
         flow_series,
         subflow_series,
     );
@@ -563,9 +381,8 @@ pub fn emulate(
         scenario,
         &id,
         namespaces,
-        &beds,
+        &endpoints,
         &driver,
-        &states,
         device_drops,
         wall_s,
     );
@@ -624,9 +441,8 @@ fn report(
     scenario: &Scenario,
     id: &str,
     namespaces: Vec<String>,
-    beds: &[FlowBed],
+    endpoints: &[Endpoint],
     driver: &Driver,
-    states: &[Arc<FlowState>],
     device_drops: u64,
     wall_s: f64,
 ) -> Report {
@@ -667,37 +483,18 @@ fn report(
             "the TUN devices dropped {device_drops} packets before the emulator read them"
         ));
     }
-    let transfers = scenario
-        .flows
+    let transfers = endpoints
         .iter()
-        .enumerate()
-        .filter(|(_, f)| {
-            matches!(
-                f.kind,
-                FlowKind::Tcp {
-                    traffic: Traffic::Transfer(_),
-                    ..
-                }
-            )
-        })
-        .map(|(i, _)| {
-            let s = &states[i];
-            TransferCheck {
-                flow: i,
-                sent_bytes: s.sent.load(Ordering::Relaxed),
-                received_bytes: s.delivered.load(Ordering::Relaxed),
-                sent_hash: s.sent_hash.load(Ordering::Relaxed),
-                received_hash: s.received_hash.load(Ordering::Relaxed),
-                mismatched_bytes: s.mismatches.load(Ordering::Relaxed),
-                complete: s.eof.load(Ordering::Relaxed),
-            }
-        })
+        .filter_map(Endpoint::transfer_check)
         .collect();
     Report {
         run_id: id.to_string(),
         namespaces,
         namespaces_left: Vec::new(),
-        kernel_algorithms: beds.iter().map(|b| b.congestion.clone()).collect(),
+        kernel_algorithms: endpoints
+            .iter()
+            .map(|e| e.congestion().to_string())
+            .collect(),
         controllers_prefix: String::new(),
         weight_updates: 0,
         controller_counters: Vec::new(),
@@ -724,97 +521,68 @@ fn ratio(events: u64, packets: u64) -> f64 {
     }
 }
 
-fn mean(sum: f64, n: u64) -> f64 {
-    if n > 0 {
-        sum / n as f64
-    } else {
-        f64::NAN
-    }
-}
-
 /// The results tables, in the simulator's schema.
 fn assemble(
     scenario: &Scenario,
     seed: u64,
     driver: &Driver,
-    probes: &[Probe],
-    states: &[Arc<FlowState>],
+    endpoints: &[Endpoint],
     flow_series: FlowSeries,
     subflow_series: SubflowSeries,
 ) -> Results {
     let end = scenario.duration.as_secs_f64();
     let mut ft = FlowTable::default();
     let mut st = SubflowTable::default();
-    // Each subflow has a data route and a reverse route, flow after flow (see `run`).
+    // Each subflow has a data route and a reverse route, flow after flow (see `emulate`).
     let mut route_base = 0usize;
-    for (i, spec) in scenario.flows.iter().enumerate() {
-        let (probe, state) = (&probes[i], &states[i]);
+    for (i, (spec, e)) in scenario.flows.iter().zip(endpoints).enumerate() {
         let first_route = route_base;
         route_base += 2 * spec.subflows.len();
         let start = spec.start.as_secs_f64();
-        let completed = state.completed_ns.load(Ordering::Relaxed);
-        let completion = (completed != u64::MAX).then(|| completed as f64 / 1e9);
+        let completion = e.completed_ns().map(|c| c as f64 / 1e9);
         let stop = spec.stop.map_or(end, |s| s.as_secs_f64().min(end));
         let window = (completion.unwrap_or(stop) - start).max(1e-9);
-        let delivered = state.delivered.load(Ordering::Relaxed);
-        let algorithm = match &spec.kind {
-            FlowKind::Tcp { control, .. } => control.name.clone(),
-            FlowKind::Cbr { .. } => "cbr".to_string(),
-        };
-        let (mut retx, mut timeouts, mut rto_episodes, mut sent) = (0u64, 0u64, 0u64, 0u64);
-        let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
-        if probe.tcp {
-            for (k, sf) in spec.subflows.iter().enumerate() {
-                let acc = &probe.subs[k];
-                let info = acc.last;
-                retx += info.total_retrans as u64;
-                timeouts += info.total_rto as u64;
-                rto_episodes += info.total_rto_recoveries as u64;
-                sent += info.data_segs_out as u64;
-                srtt_sum += acc.srtt_sum;
-                srtt_n += acc.srtt_n;
-                st.flow.push(i as u32);
-                st.subflow.push(k as u32);
-                st.path.push(topology::path_label(scenario, sf));
-                st.acked_bytes.push(info.bytes_acked);
-                st.throughput_bps
-                    .push(info.bytes_acked as f64 * 8.0 / window);
-                st.packets_sent.push(info.data_segs_out as u64);
-                st.retransmits.push(info.total_retrans as u64);
-                st.drops.push(driver.stats.route_drops[first_route + 2 * k]);
-                st.timeouts.push(info.total_rto as u64);
-                let losses = acc.reductions.max(info.total_rto_recoveries as u64);
-                st.loss_events.push(losses);
-                st.loss_event_rate
-                    .push(ratio(losses, info.data_segs_out as u64));
-                st.mean_cwnd_bytes.push(mean(acc.cwnd_sum, acc.samples));
-                st.mean_srtt_s.push(mean(acc.srtt_sum, acc.srtt_n));
-            }
-        } else {
-            sent = state.datagrams_sent.load(Ordering::Relaxed);
+        let delivered = e.delivered();
+        for (k, (sf, acc)) in spec
+            .subflows
+            .iter()
+            .zip(e.subflows().unwrap_or_default())
+            .enumerate()
+        {
+            let r = acc.last;
+            st.flow.push(i as u32);
+            st.subflow.push(k as u32);
+            st.path.push(topology::path_label(scenario, sf));
+            st.acked_bytes.push(r.acked_bytes);
+            st.throughput_bps.push(r.acked_bytes as f64 * 8.0 / window);
+            st.packets_sent.push(r.packets_sent);
+            st.retransmits.push(r.retransmits);
+            st.drops.push(driver.stats.route_drops[first_route + 2 * k]);
+            st.timeouts.push(r.timeouts);
+            st.loss_events.push(r.loss_events);
+            st.loss_event_rate
+                .push(ratio(r.loss_events, r.packets_sent));
+            st.mean_cwnd_bytes.push(mean(acc.cwnd_sum, acc.samples));
+            st.mean_srtt_s.push(mean(acc.srtt_sum, acc.srtt_n));
         }
-        let n = probe.netstat;
-        let losses = if probe.tcp {
-            n.reno_recovery + n.sack_recovery + rto_episodes
-        } else {
-            0
-        };
+        let c = e.counters();
         ft.name.push(spec.name.clone());
         ft.group.push(spec.group.clone());
-        ft.algorithm.push(algorithm);
+        ft.algorithm.push(e.algorithm().to_string());
         ft.start_s.push(start);
         ft.end_s.push(completion.unwrap_or(stop));
         ft.delivered_bytes.push(delivered);
         ft.goodput_bps.push(delivered as f64 * 8.0 / window);
         ft.throughput_bps.push(delivered as f64 * 8.0 / window);
-        ft.packets_sent.push(sent);
-        ft.retransmits.push(retx);
-        ft.timeouts.push(timeouts.max(n.timeouts));
-        ft.loss_events.push(losses);
-        ft.loss_event_rate.push(ratio(losses, sent));
+        ft.packets_sent.push(c.packets_sent);
+        ft.retransmits.push(c.retransmits);
+        ft.timeouts.push(c.timeouts);
+        ft.loss_events.push(c.loss_events);
+        ft.loss_event_rate
+            .push(ratio(c.loss_events, c.packets_sent));
         ft.drops.push(driver.stats.flow_drops[i]);
-        ft.mean_cwnd_bytes.push(mean(probe.cwnd_sum, probe.cwnd_n));
-        ft.mean_srtt_s.push(mean(srtt_sum, srtt_n));
+        ft.mean_cwnd_bytes.push(e.mean_cwnd_bytes());
+        ft.mean_srtt_s.push(e.mean_srtt_s());
         ft.completion_s
             .push(completion.map_or(f64::NAN, |c| c - start));
     }
