@@ -266,7 +266,7 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
 }
 
 /// Header bytes of an emulated data segment and of a pure ACK: IPv4 and TCP, 20 each, with
-/// TCP timestamps off (see `run.rs`).
+/// TCP timestamps off (see `endpoint.rs`).
 pub const KERNEL_HEADER_BYTES: u32 = 40;
 
 /// A TCP setting of flow `f` that the kernel cannot run as the scenario says, if there is
