@@ -628,6 +628,47 @@ impl Netstat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pathweave_sim::scenario::{FlowKind, Scenario};
+
+    fn kernel_flow(flow: &str) -> Kernel {
+        let text = format!(
+            "duration = \"5s\"\n[[link]]\nname = \"a\"\nrate = \"10Mbps\"\ndelay = \"10ms\"\n\
+             [[link]]\nname = \"b\"\nrate = \"10Mbps\"\ndelay = \"10ms\"\n[[flow]]\n{flow}"
+        );
+        let s = Scenario::parse(&text, "t.toml", "t").unwrap_or_else(|e| panic!("{e}"));
+        let f = &s.flows[0];
+        let FlowKind::Tcp { cfg, traffic, .. } = &f.kind else {
+            panic!("not a TCP flow")
+        };
+        Kernel::new(f, cfg, *traffic, f.runs_as_mptcp(), "reno".to_string())
+    }
+
+    #[test]
+    fn subflows_that_join_late_or_leave_are_path_changes_in_scenario_order() {
+        let k = kernel_flow(
+            "name = \"mp\"\nalgorithm = \"uncoupled\"\nstart = \"1s\"\nsubflows = [ \
+             { path = [\"a\"] }, { path = [\"b\"], start = \"3s\", stop = \"4s\" }, \
+             { path = [\"a\"], start = \"1s\", stop = \"2s\" } ]\n",
+        );
+        // Subflow 2 starts with the connection: its endpoint exists from the start.
+        assert_eq!(k.initial_endpoints, vec![2]);
+        let change = |at: u64, k: usize, join: bool| PathChange { at, k, join };
+        assert_eq!(
+            k.path_changes(),
+            vec![
+                change(3_000_000_000, 1, true),
+                change(4_000_000_000, 1, false),
+                change(2_000_000_000, 2, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_single_path_flow_has_no_path_manager_work() {
+        let k = kernel_flow("name = \"x\"\nalgorithm = \"reno\"\npath = [\"a\"]\n");
+        assert!(!k.app.mptcp);
+        assert!(k.initial_endpoints.is_empty() && k.path_changes().is_empty());
+    }
 
     #[test]
     fn netstat_counters_are_found_by_name() {
