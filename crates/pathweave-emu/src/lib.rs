@@ -18,13 +18,12 @@
 //! however that ends; [`cleanup_leftovers`] removes namespaces left mounted under /run/netns
 //! (by a killed run that named them for debugging, or by older versions).
 
-mod apps;
 mod controllers;
 mod driver;
+mod endpoint;
 pub mod lab;
 pub mod pattern;
 mod run;
-mod sample;
 mod sys;
 
 pub use controllers::LOADS_CONTROLLERS;
@@ -253,11 +252,11 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
                 }
             }
             FlowKind::Cbr { size, .. } => {
-                if !(apps::UDP_OVERHEAD + 1..=MAX_MTU).contains(size) {
+                if !(endpoint::UDP_OVERHEAD + 1..=MAX_MTU).contains(size) {
                     return Err(EmuError::Refused(format!(
                         "{src}: flow {name}: datagrams of {size} B; emulated datagrams are {} \
                          to {MAX_MTU} B on the wire",
-                        apps::UDP_OVERHEAD + 1
+                        endpoint::UDP_OVERHEAD + 1
                     )));
                 }
             }
@@ -267,7 +266,7 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
 }
 
 /// Header bytes of an emulated data segment and of a pure ACK: IPv4 and TCP, 20 each, with
-/// TCP timestamps off (see `run.rs`).
+/// TCP timestamps off (see `endpoint.rs`).
 pub const KERNEL_HEADER_BYTES: u32 = 40;
 
 /// A TCP setting of flow `f` that the kernel cannot run as the scenario says, if there is

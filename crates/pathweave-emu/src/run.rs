@@ -1,19 +1,18 @@
-//! One emulated run: build the test bed, start the link driver and the applications, sample
-//! in real time until the scenario's end, then tear everything down and report.
+//! One emulated run, in four phases ([`emulate`]): build the test bed, start the link driver
+//! and the endpoints, sample in real time until the scenario's end, then stop everything,
+//! tear it down and report.
 
-use crate::apps::{self, AppKind, AppSpec, FlowState};
 use crate::controllers::Controllers;
 use crate::driver::{Driver, Port, Route};
+use crate::endpoint::{dotted, mean, Endpoint, Ends};
 use crate::lab::{self, Lab, Netns};
-use crate::sample::Probe;
 use crate::{
     check_environment, check_scenario, is_multipath, sys, Clock, EmuError, Lateness, Options,
-    Report, TransferCheck,
+    Report,
 };
-use pathweave_cc::{Bytes, Instant};
+use pathweave_cc::Instant;
 use pathweave_sim::results::*;
-use pathweave_sim::scenario::{FlowKind, Scenario};
-use pathweave_sim::tcp::{Recovery, Traffic};
+use pathweave_sim::scenario::Scenario;
 use pathweave_sim::topology;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,8 +21,6 @@ use std::thread::JoinHandle;
 
 /// How often the orchestrator wakes to check on the run between samples.
 const TICK_NS: u64 = 20_000_000;
-/// `tcp_rmem` and `tcp_wmem` in every namespace: minimum, initial and largest buffer (bytes).
-const BIG_BUFFERS: &str = "4096 8388608 33554432";
 /// Transmit queue of every TUN device, in packets (the kernel's default is 500). A burst that
 /// finds the emulator busy waits here instead of being dropped unseen; the wait is measured
 /// (`Report::intake_wait`) and judged like lateness.
@@ -31,6 +28,405 @@ const TUN_QUEUE: u32 = 4096;
 /// Packets the emulator buffers at most (in pool slots).
 const POOL_LIMIT: usize = 1 << 18;
 
+/// Sets the run's stop flag when dropped, so no thread outlives an error or a panic.
+struct HaltOnDrop(Arc<AtomicBool>);
+
+impl Drop for HaltOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A path change of flow `flow` (see [`crate::endpoint::PathChange`]).
+struct PathChange {
+    at: u64,
+    flow: usize,
+    k: usize,
+    join: bool,
+}
+
+/// Run `scenario` over real kernel stacks, in real time. `stop` ends the run early (the caller
+/// sets it on Ctrl-C or SIGTERM). The namespaces are held by this process's descriptors and
+/// threads alone (see [`crate::lab`]): they go on every way out, a killed process included.
+///
+/// A run has four phases: [`TestBed::build`], [`TestBed::start`], [`TestBed::run`] and
+/// [`TestBed::collect`]. On any way out before `collect` ends, an error or a panic, the
+/// [`Running`] threads are told to stop first (`HaltOnDrop`), then the test bed is dropped:
+/// the endpoints, the namespaces and, last, the run's controllers.
+pub fn emulate(
+    scenario: &Scenario,
+    opts: &Options,
+    stop: &AtomicBool,
+) -> Result<crate::Outcome, EmuError> {
+    check_scenario(scenario, opts)?;
+    check_environment(scenario.flows.iter().any(is_multipath))?;
+    let (mut bed, links) = TestBed::build(scenario, opts, stop)?;
+    let running = bed.start(links)?;
+    let sampled = bed.run(&running, stop);
+    bed.collect(running, sampled)
+}
+
+/// One run's test bed, from [`TestBed::build`] to [`TestBed::collect`]. Fields drop in
+/// declaration order: the endpoints (and any listener not started) before the namespaces, and
+/// the controllers last, so that they outlive every socket of the run.
+struct TestBed<'a> {
+    scenario: &'a Scenario,
+    /// The links' random streams' seed.
+    seed: u64,
+    id: String,
+    /// One per flow, in scenario order.
+    endpoints: Vec<Endpoint>,
+    /// Every flow's path changes, by time.
+    path_changes: Vec<PathChange>,
+    lab: Lab,
+    controllers: Controllers,
+    /// When the build began (`CLOCK_MONOTONIC`, ns), for the report's wall time.
+    wall_start: u64,
+}
+
+/// One flow's TUN descriptors, one per subflow at each end.
+struct FlowDevices {
+    sender: Vec<OwnedFd>,
+    receiver: Vec<OwnedFd>,
+}
+
+/// What [`TestBed::start`] set going; dropping it tells every thread to stop.
+struct Running {
+    _halt_on_drop: HaltOnDrop,
+    halt: Arc<AtomicBool>,
+    clock: Clock,
+    /// The link thread, which hands back its driver when it ends.
+    links: JoinHandle<(Driver, std::io::Result<()>)>,
+    /// The receiving and sending applications' threads.
+    apps: Vec<JoinHandle<()>>,
+}
+
+/// How the real-time loop of [`TestBed::run`] ended, and what it sampled.
+struct Sampled {
+    /// An interruption, a flow's failure, or a controller's or path change's error.
+    outcome: Result<(), EmuError>,
+    /// When the link thread ended before the scenario's end (its reason comes with its
+    /// result).
+    links_stopped_at: Option<u64>,
+    flow_series: FlowSeries,
+    subflow_series: SubflowSeries,
+}
+
+impl<'a> TestBed<'a> {
+    /// Build the test bed: the run's controllers, two namespaces per flow and its endpoint
+    /// between them, each namespace's sysctls, devices, addresses, routes and MPTCP endpoints,
+    /// the receivers' listeners, and the links through the devices (returned, not started).
+    fn build(
+        scenario: &'a Scenario,
+        opts: &Options,
+        stop: &AtomicBool,
+    ) -> Result<(TestBed<'a>, Driver), EmuError> {
+        let seed = opts.seed.unwrap_or(scenario.seed);
+        let (id, number) = run_id();
+        // Each path of each flow has a sender address of its own.
+        let mut addrs = Vec::with_capacity(scenario.flows.len());
+        let mut p = 0usize;
+        for f in &scenario.flows {
+            let n = f.subflows.len();
+            addrs.push((0..n).map(|k| client_addr(p + k)).collect::<Vec<_>>());
+            p += n;
+        }
+        // Declared before the namespaces and the endpoints, so it is dropped after them.
+        let controllers = Controllers::prepare(scenario, number, &addrs)?;
+        let mut lab = Lab::new(&id);
+        let wall_start = sys::monotonic_ns();
+        let mut endpoints = Vec::with_capacity(scenario.flows.len());
+        for (i, (f, client)) in scenario.flows.iter().zip(addrs).enumerate() {
+            check_stop(stop)?;
+            let sender_ns = lab.add(&format!("{i}s"))?;
+            let receiver_ns = lab.add(&format!("{i}r"))?;
+            let n = f.subflows.len();
+            let ends = Ends {
+                index: i,
+                name: f.name.clone(),
+                sender_ns,
+                receiver_ns,
+                devices: (0..n).map(|k| format!("pw-{id}-{k}")).collect(),
+                client,
+                server: server_addr(i),
+                start_ns: f.start.0,
+                stop_ns: f.stop.map(|s| s.0),
+                seed: seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            };
+            endpoints.push(Endpoint::new(f, ends, &controllers, opts));
+        }
+        let mut bed = TestBed {
+            scenario,
+            seed,
+            id,
+            endpoints,
+            path_changes: Vec::new(),
+            lab,
+            controllers,
+            wall_start,
+        };
+        let devices = bed.configure(stop)?;
+        let links = bed.links(devices);
+        Ok((bed, links))
+    }
+
+    /// Configure each flow's namespaces: sysctls, devices and the receiver's listener first,
+    /// then addresses, routes and what its endpoint needs besides (MPTCP endpoints).
+    fn configure(&mut self, stop: &AtomicBool) -> Result<Vec<FlowDevices>, EmuError> {
+        let mut devices = Vec::with_capacity(self.endpoints.len());
+        for (i, endpoint) in self.endpoints.iter_mut().enumerate() {
+            check_stop(stop)?;
+            let needs = endpoint.needs();
+            let e = endpoint.ends().clone();
+            let (sender, ()) =
+                prepare_namespace(&e.sender_ns, &needs.sysctls, &e.devices, || Ok(()))?;
+            let (receiver, ()) =
+                prepare_namespace(&e.receiver_ns, &needs.sysctls, &e.devices, || {
+                    endpoint.listen()
+                })?;
+            devices.push(FlowDevices { sender, receiver });
+
+            let server = dotted(e.server);
+            let mut snd = vec!["link set lo up".to_string()];
+            let mut rcv = vec![
+                "link set lo up".to_string(),
+                format!("addr add {server}/32 dev lo"),
+            ];
+            for (k, dev) in e.devices.iter().enumerate() {
+                let c = dotted(e.client[k]);
+                for cmds in [&mut snd, &mut rcv] {
+                    cmds.push(format!(
+                        "link set {dev} mtu {} txqueuelen {TUN_QUEUE} up",
+                        needs.mtu
+                    ));
+                }
+                snd.push(format!("addr add {c}/32 dev {dev}"));
+                let opts = &needs.sender_route_options;
+                if k == 0 {
+                    snd.push(format!("route add {server}/32 dev {dev} src {c}{opts}"));
+                } else {
+                    snd.push(format!("rule add from {c}/32 table {}", 100 + k));
+                    snd.push(format!(
+                        "route add {server}/32 dev {dev} src {c}{opts} table {}",
+                        100 + k
+                    ));
+                }
+                rcv.push(format!(
+                    "route add {c}/32 dev {dev} src {server}{}",
+                    needs.receiver_route_options
+                ));
+            }
+            snd.extend(needs.sender_commands);
+            rcv.extend(needs.receiver_commands);
+            self.path_changes
+                .extend(endpoint.path_changes().into_iter().map(|c| PathChange {
+                    at: c.at,
+                    flow: i,
+                    k: c.k,
+                    join: c.join,
+                }));
+            self.lab.batch(&e.sender_ns, &snd)?;
+            self.lab.batch(&e.receiver_ns, &rcv)?;
+        }
+        self.path_changes.sort_by_key(|c| c.at);
+        Ok(devices)
+    }
+
+    /// The links, exactly as the simulator builds them, and the routes through them from
+    /// each flow's `devices`.
+    fn links(&self, devices: Vec<FlowDevices>) -> Driver {
+        let scenario = self.scenario;
+        let links = topology::build_links(scenario, self.seed);
+        let mut routes = Vec::new();
+        let mut ports = Vec::new();
+        let mut sampled = std::collections::BTreeSet::new();
+        for (i, (f, d)) in scenario.flows.iter().zip(devices).enumerate() {
+            for ((sf, sfd), rfd) in f.subflows.iter().zip(d.sender).zip(d.receiver) {
+                let (fwd, rev) = topology::subflow_routes(sf);
+                sampled.extend(fwd.iter().copied());
+                let (sp, rp) = (ports.len() as u32, ports.len() as u32 + 1);
+                let (fr, rr) = (routes.len() as u32, routes.len() as u32 + 1);
+                ports.push(Port { fd: sfd, route: fr });
+                ports.push(Port { fd: rfd, route: rr });
+                routes.push(Route {
+                    hops: fwd,
+                    out_port: rp,
+                    flow: i as u32,
+                    data: true,
+                });
+                routes.push(Route {
+                    hops: rev,
+                    out_port: sp,
+                    flow: i as u32,
+                    data: false,
+                });
+            }
+        }
+        let max_mtu = self
+            .endpoints
+            .iter()
+            .map(|e| e.needs().mtu)
+            .max()
+            .unwrap_or(1500);
+        let slot = (max_mtu as usize + 64).next_multiple_of(64);
+        Driver::new(
+            links,
+            routes,
+            ports,
+            topology::timeline(scenario),
+            scenario.sample_interval.0,
+            sampled.into_iter().collect(),
+            Instant(scenario.duration.0),
+            slot,
+            POOL_LIMIT,
+            scenario.flows.len(),
+        )
+    }
+
+    /// Start the run: its clock and the link thread, then every flow's receiver, then every
+    /// sender (each waits for its flow's start). The links go first, so that no packet waits
+    /// in a device for them.
+    fn start(&mut self, mut links: Driver) -> Result<Running, EmuError> {
+        let halt = Arc::new(AtomicBool::new(false));
+        // Whatever happens from here on, the threads are told to stop.
+        let halt_on_drop = HaltOnDrop(halt.clone());
+        let clock = Clock::start();
+        let links_halt = halt.clone();
+        let epoch = clock.epoch();
+        let links = std::thread::Builder::new()
+            .name("pw-emu-links".to_string())
+            .spawn(move || {
+                let r = links.run(epoch, &links_halt);
+                (links, r)
+            })
+            .map_err(|e| EmuError::Setup(format!("starting the link thread: {e}")))?;
+        let mut apps = Vec::with_capacity(2 * self.endpoints.len());
+        for e in &mut self.endpoints {
+            apps.extend(e.start_receiver(clock, &halt));
+        }
+        for e in &self.endpoints {
+            apps.push(e.start_sender(clock, &halt));
+        }
+        Ok(Running {
+            _halt_on_drop: halt_on_drop,
+            halt,
+            clock,
+            links,
+            apps,
+        })
+    }
+
+    /// The real-time loop, until the scenario's end or the first of: `stop`, a flow's
+    /// failure, the link thread's early end, a controller's or a path change's error. Each
+    /// turn runs the controllers' periodic work, takes the samples that are due and makes the
+    /// path changes that are due, then sleeps until the next (at most [`TICK_NS`]).
+    fn run(&mut self, running: &Running, stop: &AtomicBool) -> Sampled {
+        let end_ns = self.scenario.duration.0;
+        let interval = self.scenario.sample_interval.0;
+        let mut flow_series = FlowSeries::default();
+        let mut subflow_series = SubflowSeries::default();
+        let mut next_sample = interval;
+        let mut next_change = 0usize;
+        let mut outcome: Result<(), EmuError> = Ok(());
+        let mut links_stopped_at = None;
+        loop {
+            let now = running.clock.now_ns();
+            if stop.load(Ordering::Relaxed) {
+                outcome = Err(EmuError::Interrupted);
+                break;
+            }
+            if let Some(e) = self.endpoints.iter().find_map(Endpoint::error) {
+                outcome = Err(EmuError::Failed(e));
+                break;
+            }
+            if running.links.is_finished() && now < end_ns {
+                links_stopped_at = Some(now);
+                break;
+            }
+            if let Err(e) = self.controllers.tick(now as f64 / 1e9) {
+                outcome = Err(e);
+                break;
+            }
+            while next_sample <= end_ns && now >= next_sample {
+                let t = next_sample as f64 / 1e9;
+                for (i, e) in self.endpoints.iter_mut().enumerate() {
+                    e.sample(
+                        t,
+                        interval as f64 / 1e9,
+                        self.controllers.weights(i),
+                        &mut flow_series,
+                        &mut subflow_series,
+                    );
+                }
+                next_sample += interval;
+            }
+            while let Some(c) = self.path_changes.get(next_change).filter(|c| c.at <= now) {
+                if let Err(e) = self.endpoints[c.flow].change_path(&self.lab, c.k, c.join) {
+                    outcome = Err(e);
+                    break;
+                }
+                next_change += 1;
+            }
+            if outcome.is_err() || now >= end_ns {
+                break;
+            }
+            let wake = next_sample.min(end_ns).min(
+                self.path_changes
+                    .get(next_change)
+                    .map_or(u64::MAX, |c| c.at),
+            );
+            std::thread::sleep(std::time::Duration::from_nanos(
+                wake.saturating_sub(now).clamp(1, TICK_NS),
+            ));
+        }
+        Sampled {
+            outcome,
+            links_stopped_at,
+            flow_series,
+            subflow_series,
+        }
+    }
+
+    /// End the run and report it: read the endpoints' final counters and the devices' drops
+    /// while everything still runs, stop and join every thread, remove the namespaces, then
+    /// assemble the results tables and the report. The run's error, if it had one, is
+    /// returned instead (after the threads have ended).
+    fn collect(mut self, running: Running, sampled: Sampled) -> Result<crate::Outcome, EmuError> {
+        for e in &mut self.endpoints {
+            e.finish();
+        }
+        let device_drops = self
+            .endpoints
+            .iter()
+            .flat_map(|e| [&e.ends().sender_ns, &e.ends().receiver_ns])
+            .map(device_tx_drops)
+            .sum();
+        running.halt.store(true, Ordering::Relaxed);
+        for t in running.apps {
+            let _ = t.join();
+        }
+        let (driver, driver_result) = running
+            .links
+            .join()
+            .map_err(|_| EmuError::Failed("the link emulator thread panicked".to_string()))?;
+        if let Some(at) = sampled.links_stopped_at {
+            return Err(EmuError::Failed(early_stop_message(at, &driver_result)));
+        }
+        sampled.outcome?;
+        driver_result.map_err(|e| EmuError::Failed(format!("link emulator: {e}")))?;
+        let wall_s = (sys::monotonic_ns() - self.wall_start) as f64 / 1e9;
+        let namespaces = self.lab.names();
+        let not_removed = self.lab.remove();
+        if !not_removed.is_empty() {
+            eprintln!("{}", lab::not_removed_warning(&not_removed));
+        }
+
+        let results = self.results(&driver, sampled.flow_series, sampled.subflow_series);
+        let left = not_removed.into_iter().map(|(n, _)| n).collect();
+        let report = self.report(&driver, device_drops, wall_s, namespaces, left);
+        Ok(crate::Outcome { results, report })
+    }
+}
 /// A sender address (path `p`, counted over all flows' subflows) in 198.18.0.0/16.
 fn client_addr(p: usize) -> [u8; 4] {
     let n = p as u32 + 1;
@@ -41,10 +437,6 @@ fn client_addr(p: usize) -> [u8; 4] {
 fn server_addr(i: usize) -> [u8; 4] {
     let n = i as u32 + 1;
     [198, 19, (n >> 8) as u8, n as u8]
-}
-
-fn dotted(a: [u8; 4]) -> String {
-    format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
 }
 
 /// `<pid>-<nonce>` in hex: the owning process is in every name, so a clean-up can tell a
@@ -60,520 +452,39 @@ fn run_id() -> (String, u64) {
     )
 }
 
-/// What one flow's test bed is made of.
-struct FlowBed {
-    sender_ns: Netns,
-    receiver_ns: Netns,
-    /// TUN device names, one per subflow (the same name at both ends).
-    devices: Vec<String>,
-    client: Vec<[u8; 4]>,
-    server: [u8; 4],
-    mptcp: bool,
-    congestion: String,
-}
-
-/// Inside namespace `ns`, on a thread of its own: write `sysctls`, open TUN `devices` and, for a
-/// receiver, create the listening socket. Returns the TUN descriptors and the listener.
-fn prepare_namespace(
+/// Inside namespace `ns`, on a thread of its own: write `sysctls`, open TUN `devices`, then
+/// run `then` (a receiver's listener). Returns the TUN descriptors and what `then` returned.
+fn prepare_namespace<T: Send>(
     ns: &Netns,
     sysctls: &[(&str, String)],
     devices: &[String],
-    listener: Option<&AppSpec>,
-) -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
-    let ns = ns.clone();
-    let sysctls: Vec<(String, String)> = sysctls
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    let devices = devices.to_vec();
-    let listener = listener.cloned();
-    std::thread::spawn(
-        move || -> Result<(Vec<OwnedFd>, Option<OwnedFd>), EmuError> {
-            let name = ns.name();
-            ns.enter()
-                .map_err(|e| EmuError::Setup(format!("entering namespace {name}: {e}")))?;
-            for (key, value) in &sysctls {
-                let path = format!("/proc/sys/{}", key.replace('.', "/"));
-                std::fs::write(&path, value)
-                    .map_err(|e| EmuError::Setup(format!("{name}: sysctl {key}={value}: {e}")))?;
-            }
-            let mut fds = Vec::with_capacity(devices.len());
-            for d in &devices {
-                fds.push(
-                    sys::open_tun(d)
-                        .map_err(|e| EmuError::Setup(format!("{name}: TUN device {d}: {e}")))?,
-                );
-            }
-            let l = match listener {
-                Some(spec) => {
-                    Some(apps::listen(&spec).map_err(|e| EmuError::Setup(format!("{name}: {e}")))?)
+    then: impl FnOnce() -> Result<T, String> + Send,
+) -> Result<(Vec<OwnedFd>, T), EmuError> {
+    let name = ns.name();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> Result<(Vec<OwnedFd>, T), EmuError> {
+                ns.enter()
+                    .map_err(|e| EmuError::Setup(format!("entering namespace {name}: {e}")))?;
+                for (key, value) in sysctls {
+                    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+                    std::fs::write(&path, value).map_err(|e| {
+                        EmuError::Setup(format!("{name}: sysctl {key}={value}: {e}"))
+                    })?;
                 }
-                None => None,
-            };
-            Ok((fds, l))
-        },
-    )
-    .join()
-    .map_err(|_| EmuError::Setup("a setup thread panicked".to_string()))?
-}
-
-/// Sets the run's stop flag when dropped, so no thread outlives an error or a panic.
-struct HaltOnDrop(Arc<AtomicBool>);
-
-impl Drop for HaltOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// An MPTCP path-manager change at a time: add (join) or delete (leave) subflow `k`'s endpoint.
-struct EndpointChange {
-    at: u64,
-    flow: usize,
-    k: usize,
-    join: bool,
-}
-
-fn endpoint_command(bed: &FlowBed, k: usize, join: bool) -> String {
-    if join {
-        format!(
-            "mptcp endpoint add {} dev {} id {} subflow",
-            dotted(bed.client[k]),
-            bed.devices[k],
-            k + 1
-        )
-    } else {
-        format!("mptcp endpoint delete id {}", k + 1)
-    }
-}
-
-/// Run `scenario` over real kernel stacks, in real time. `stop` ends the run early (the caller
-/// sets it on Ctrl-C or SIGTERM). The namespaces are held by this process's descriptors and
-/// threads alone (see [`crate::lab`]): they go on every way out, a killed process included.
-pub fn emulate(
-    scenario: &Scenario,
-    opts: &Options,
-    stop: &AtomicBool,
-) -> Result<crate::Outcome, EmuError> {
-    check_scenario(scenario, opts)?;
-    check_environment(scenario.flows.iter().any(is_multipath))?;
-    let seed = opts.seed.unwrap_or(scenario.seed);
-    let (id, number) = run_id();
-    // Each path of each flow has a sender address of its own.
-    let mut addrs = Vec::with_capacity(scenario.flows.len());
-    let mut p = 0usize;
-    for f in &scenario.flows {
-        let n = f.subflows.len();
-        addrs.push((0..n).map(|k| client_addr(p + k)).collect::<Vec<_>>());
-        p += n;
-    }
-    // Declared before the namespaces and the sockets, so it is dropped after them: the
-    // controllers outlive every socket of the run.
-    let mut controllers = Controllers::prepare(scenario, number, &addrs)?;
-    let mut lab = Lab::new(&id);
-    let wall_start = sys::monotonic_ns();
-
-    // Namespaces, addresses and devices.
-    let mut beds = Vec::with_capacity(scenario.flows.len());
-    for (i, (f, client)) in scenario.flows.iter().zip(addrs).enumerate() {
-        check_stop(stop)?;
-        let sender_ns = lab.add(&format!("{i}s"))?;
-        let receiver_ns = lab.add(&format!("{i}r"))?;
-        let n = f.subflows.len();
-        let devices: Vec<String> = (0..n).map(|k| format!("pw-{id}-{k}")).collect();
-        let (mptcp, congestion) = match &f.kind {
-            FlowKind::Tcp { control, .. } => {
-                let cc = controllers.congestion(&control.name);
-                let cc = match &opts.reno_congestion {
-                    Some(other) if cc == "reno" => other.clone(),
-                    _ => cc,
-                };
-                (is_multipath(f), cc)
-            }
-            FlowKind::Cbr { .. } => (false, String::new()),
-        };
-        beds.push(FlowBed {
-            sender_ns,
-            receiver_ns,
-            devices,
-            client,
-            server: server_addr(i),
-            mptcp,
-            congestion,
-        });
-    }
-
-    let end_ns = scenario.duration.0;
-    let mut app_specs = Vec::new();
-    for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
-        let kind = match &f.kind {
-            FlowKind::Tcp { traffic, cfg, .. } => AppKind::Tcp {
-                mptcp: bed.mptcp,
-                congestion: bed.congestion.clone(),
-                traffic: *traffic,
-                receive_buffer: cfg.receive_buffer,
-            },
-            FlowKind::Cbr { rate, size } => AppKind::Cbr {
-                interval_ns: rate
-                    .transmission_time(Bytes(*size as u64))
-                    .map_or(1_000_000_000, |d| d.0.max(1)),
-                size: *size,
-            },
-        };
-        app_specs.push(AppSpec {
-            index: i,
-            name: f.name.clone(),
-            sender_ns: bed.sender_ns.clone(),
-            receiver_ns: bed.receiver_ns.clone(),
-            server: bed.server,
-            client: bed.client[0],
-            kind,
-            start_ns: f.start.0,
-            stop_ns: f.stop.map(|s| s.0),
-            seed: seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        });
-    }
-
-    // Configure each namespace: sysctls, devices and listeners first, then addresses,
-    // routes and MPTCP endpoints.
-    let mut sender_fds = Vec::with_capacity(beds.len());
-    let mut receiver_fds = Vec::with_capacity(beds.len());
-    let mut listeners = Vec::with_capacity(beds.len());
-    let mut endpoint_changes = Vec::new();
-    for (i, (f, bed)) in scenario.flows.iter().zip(&beds).enumerate() {
-        check_stop(stop)?;
-        let (mtu, iw, min_rto, quickack, sack) = match &f.kind {
-            FlowKind::Tcp { cfg, .. } => (
-                cfg.mss + cfg.header,
-                Some(cfg.initial_window),
-                Some(cfg.min_rto),
-                cfg.delayed_ack.is_none(),
-                cfg.recovery == Recovery::Sack,
-            ),
-            FlowKind::Cbr { size, .. } => (*size, None, None, false, true),
-        };
-        let common = [
-            ("net.ipv4.tcp_sack", (sack as u8).to_string()),
-            // 20-byte TCP headers, as the scenario's header size assumes.
-            ("net.ipv4.tcp_timestamps", "0".to_string()),
-            ("net.ipv4.tcp_ecn", "0".to_string()),
-            // Classic loss recovery, as the simulator models it: no RACK, no tail loss probe,
-            // no F-RTO (Linux's PRR and limited transmit cannot be switched off).
-            ("net.ipv4.tcp_recovery", "0".to_string()),
-            ("net.ipv4.tcp_early_retrans", "0".to_string()),
-            ("net.ipv4.tcp_frto", "0".to_string()),
-            ("net.ipv4.tcp_no_metrics_save", "1".to_string()),
-            // One segment per send, as the simulator sends: Linux's default builds frames of
-            // at least two segments (`tcp_min_tso_segs = 2`) and may hold one back until the
-            // window has room for both, which made the emulated dumbbell's arrivals burstier
-            // (RED average 4.17 against 4.01 packets) and its total 1.2 % lower
-            // (docs/emulation.md).
-            ("net.ipv4.tcp_min_tso_segs", "1".to_string()),
-            // The simulator's receive buffer is unlimited unless the scenario sets one (then
-            // SO_RCVBUF, see apps::listen). A connection whose subflow stalls in a timeout
-            // holds everything the other subflows deliver meanwhile: start both buffers at
-            // 8 MB (Linux's defaults start at 128 and 16 kB and autotune up) so that the real
-            // stack's buffers are not what limits it.
-            ("net.ipv4.tcp_rmem", BIG_BUFFERS.to_string()),
-            ("net.ipv4.conf.all.rp_filter", "0".to_string()),
-            ("net.ipv4.conf.default.rp_filter", "0".to_string()),
-        ];
-        // The sender's socket sets its congestion control itself (apps::connect), before it
-        // connects; an MPTCP connection keeps the name and gives it to every subflow it
-        // opens, the first and those the path manager adds later. The namespace's default
-        // stays the kernel's: a default of the run's own BPF controller would hold it
-        // registered for as long as the namespace exists (which, for a namespace named under
-        // /run/netns and then killed, is until `pathweave emulate --cleanup`).
-        let (sfds, _) = prepare_namespace(&bed.sender_ns, &common, &bed.devices, None)?;
-        let (rfds, listener) =
-            prepare_namespace(&bed.receiver_ns, &common, &bed.devices, Some(&app_specs[i]))?;
-        sender_fds.push(sfds);
-        receiver_fds.push(rfds);
-        listeners.push(listener);
-
-        let server = dotted(bed.server);
-        let mut route_opts = String::new();
-        if let Some(iw) = iw {
-            route_opts += &format!(" initcwnd {iw}");
-        }
-        if let Some(rto) = min_rto {
-            route_opts += &format!(" rto_min {}ms", (rto.0 / 1_000_000).max(1));
-        }
-        let mut snd = vec!["link set lo up".to_string()];
-        let mut rcv = vec![
-            "link set lo up".to_string(),
-            format!("addr add {server}/32 dev lo"),
-        ];
-        for (k, dev) in bed.devices.iter().enumerate() {
-            let c = dotted(bed.client[k]);
-            for cmds in [&mut snd, &mut rcv] {
-                cmds.push(format!(
-                    "link set {dev} mtu {mtu} txqueuelen {TUN_QUEUE} up"
-                ));
-            }
-            snd.push(format!("addr add {c}/32 dev {dev}"));
-            if k == 0 {
-                snd.push(format!(
-                    "route add {server}/32 dev {dev} src {c}{route_opts}"
-                ));
-            } else {
-                snd.push(format!("rule add from {c}/32 table {}", 100 + k));
-                snd.push(format!(
-                    "route add {server}/32 dev {dev} src {c}{route_opts} table {}",
-                    100 + k
-                ));
-            }
-            rcv.push(format!(
-                "route add {c}/32 dev {dev} src {server}{}",
-                if quickack { " quickack 1" } else { "" }
-            ));
-        }
-        if bed.mptcp {
-            let n = bed.devices.len();
-            let limits = format!("mptcp limits set subflows {} add_addr_accepted 0", n - 1);
-            snd.push(limits.clone());
-            rcv.push(limits);
-            for (k, sf) in f.subflows.iter().enumerate().skip(1) {
-                match sf.start {
-                    Some(t) if t > f.start => endpoint_changes.push(EndpointChange {
-                        at: t.0,
-                        flow: i,
-                        k,
-                        join: true,
-                    }),
-                    _ => snd.push(endpoint_command(bed, k, true)),
+                let mut fds = Vec::with_capacity(devices.len());
+                for d in devices {
+                    fds.push(
+                        sys::open_tun(d)
+                            .map_err(|e| EmuError::Setup(format!("{name}: TUN device {d}: {e}")))?,
+                    );
                 }
-                if let Some(t) = sf.stop {
-                    endpoint_changes.push(EndpointChange {
-                        at: t.0,
-                        flow: i,
-                        k,
-                        join: false,
-                    });
-                }
-            }
-        }
-        lab.batch(&bed.sender_ns, &snd)?;
-        lab.batch(&bed.receiver_ns, &rcv)?;
-    }
-    endpoint_changes.sort_by_key(|c| c.at);
-
-    // The links, exactly as the simulator builds them, and the routes through them.
-    let links = topology::build_links(scenario, seed);
-    let mut routes = Vec::new();
-    let mut ports = Vec::new();
-    let mut sampled = std::collections::BTreeSet::new();
-    for (i, (f, (sfds, rfds))) in scenario
-        .flows
-        .iter()
-        .zip(sender_fds.into_iter().zip(receiver_fds))
-        .enumerate()
-    {
-        for ((sf, sfd), rfd) in f.subflows.iter().zip(sfds).zip(rfds) {
-            let (fwd, rev) = topology::subflow_routes(sf);
-            sampled.extend(fwd.iter().copied());
-            let (sp, rp) = (ports.len() as u32, ports.len() as u32 + 1);
-            let (fr, rr) = (routes.len() as u32, routes.len() as u32 + 1);
-            ports.push(Port { fd: sfd, route: fr });
-            ports.push(Port { fd: rfd, route: rr });
-            routes.push(Route {
-                hops: fwd,
-                out_port: rp,
-                flow: i as u32,
-                data: true,
-            });
-            routes.push(Route {
-                hops: rev,
-                out_port: sp,
-                flow: i as u32,
-                data: false,
-            });
-        }
-    }
-    let timeline = topology::timeline(scenario);
-    let max_mtu = scenario
-        .flows
-        .iter()
-        .map(|f| match &f.kind {
-            FlowKind::Tcp { cfg, .. } => cfg.mss + cfg.header,
-            FlowKind::Cbr { size, .. } => *size,
-        })
-        .max()
-        .unwrap_or(1500);
-    let slot = (max_mtu as usize + 64).next_multiple_of(64);
-    let interval = scenario.sample_interval.0;
-    let mut driver = Driver::new(
-        links,
-        routes,
-        ports,
-        timeline,
-        interval,
-        sampled.into_iter().collect(),
-        Instant(end_ns),
-        slot,
-        POOL_LIMIT,
-        scenario.flows.len(),
-    );
-
-    // Go.
-    let states: Vec<Arc<FlowState>> = (0..scenario.flows.len())
-        .map(|_| Arc::new(FlowState::new()))
-        .collect();
-    let halt = Arc::new(AtomicBool::new(false));
-    // Whatever happens from here on, the threads are told to stop.
-    let _halt_guard = HaltOnDrop(halt.clone());
-    let clock = Clock::start();
-    let driver_halt = halt.clone();
-    let epoch = clock.epoch();
-    let driver_thread: JoinHandle<(Driver, std::io::Result<()>)> = std::thread::Builder::new()
-        .name("pw-emu-links".to_string())
-        .spawn(move || {
-            let r = driver.run(epoch, &driver_halt);
-            (driver, r)
-        })
-        .map_err(|e| EmuError::Setup(format!("starting the link thread: {e}")))?;
-    let mut threads = Vec::new();
-    for ((spec, state), listener) in app_specs.iter().zip(&states).zip(listeners) {
-        if let Some(l) = listener {
-            let (spec2, st, h) = (spec.clone(), state.clone(), halt.clone());
-            threads.push(std::thread::spawn(move || {
-                apps::receive(spec2, l, st, clock, h)
-            }));
-        }
-        let (spec2, st, h) = (spec.clone(), state.clone(), halt.clone());
-        threads.push(std::thread::spawn(move || apps::send(spec2, st, clock, h)));
-    }
-
-    let mut probes: Vec<Probe> = scenario
-        .flows
-        .iter()
-        .zip(&beds)
-        .zip(&states)
-        .map(|((f, bed), st)| {
-            Probe::new(
-                st.clone(),
-                matches!(f.kind, FlowKind::Tcp { .. }),
-                bed.mptcp,
-                bed.client.clone(),
-            )
-        })
-        .collect();
-    let mut flow_series = FlowSeries::default();
-    let mut subflow_series = SubflowSeries::default();
-    let mut scratch = Vec::new();
-    let mut next_sample = interval;
-    let mut next_change = 0usize;
-    let mut outcome: Result<(), EmuError> = Ok(());
-    let mut stopped_early_at = None;
-    loop {
-        let now = clock.now_ns();
-        if stop.load(Ordering::Relaxed) {
-            outcome = Err(EmuError::Interrupted);
-            break;
-        }
-        if let Some(e) = states
-            .iter()
-            .find_map(|s| s.error.lock().ok().and_then(|e| e.clone()))
-        {
-            outcome = Err(EmuError::Failed(e));
-            break;
-        }
-        if driver_thread.is_finished() && now < end_ns {
-            // Its reason comes with the thread's result, below.
-            stopped_early_at = Some(now);
-            break;
-        }
-        if let Err(e) = controllers.tick(now as f64 / 1e9) {
-            outcome = Err(e);
-            break;
-        }
-        while next_sample <= end_ns && now >= next_sample {
-            let t = next_sample as f64 / 1e9;
-            for (i, probe) in probes.iter_mut().enumerate() {
-                if let Some((w, sc)) = controllers.weights(i) {
-                    probe.weights.copy_from_slice(w);
-                    probe.scores.copy_from_slice(sc);
-                }
-                probe.sample(
-                    i as u32,
-                    t,
-                    interval as f64 / 1e9,
-                    &mut flow_series,
-                    &mut subflow_series,
-                    &mut scratch,
-                );
-            }
-            next_sample += interval;
-        }
-        while let Some(c) = endpoint_changes.get(next_change).filter(|c| c.at <= now) {
-            let bed = &beds[c.flow];
-            if let Err(e) = lab.batch(&bed.sender_ns, &[endpoint_command(bed, c.k, c.join)]) {
-                outcome = Err(e);
-                break;
-            }
-            next_change += 1;
-        }
-        if outcome.is_err() || now >= end_ns {
-            break;
-        }
-        let wake = next_sample
-            .min(end_ns)
-            .min(endpoint_changes.get(next_change).map_or(u64::MAX, |c| c.at));
-        std::thread::sleep(std::time::Duration::from_nanos(
-            wake.saturating_sub(now).clamp(1, TICK_NS),
-        ));
-    }
-    for probe in probes.iter_mut() {
-        probe.read_netstat();
-    }
-    let device_drops = beds
-        .iter()
-        .flat_map(|b| [&b.sender_ns, &b.receiver_ns])
-        .map(device_tx_drops)
-        .sum();
-    halt.store(true, Ordering::Relaxed);
-    for t in threads {
-        let _ = t.join();
-    }
-    let (driver, driver_result) = driver_thread
-        .join()
-        .map_err(|_| EmuError::Failed("the link emulator thread panicked".to_string()))?;
-    if let Some(at) = stopped_early_at {
-        return Err(EmuError::Failed(early_stop_message(at, &driver_result)));
-    }
-    outcome?;
-    driver_result.map_err(|e| EmuError::Failed(format!("link emulator: {e}")))?;
-    let wall_s = (sys::monotonic_ns() - wall_start) as f64 / 1e9;
-    let namespaces = lab.names();
-    let not_removed = lab.remove();
-    if !not_removed.is_empty() {
-        eprintln!("{}", lab::not_removed_warning(&not_removed));
-    }
-
-    let results = assemble(
-        scenario,
-        seed,
-        &driver,
-        &probes,
-        &states,
-        flow_series,
-        subflow_series,
-    );
-    let mut report = report(
-        scenario,
-        &id,
-        namespaces,
-        &beds,
-        &driver,
-        &states,
-        device_drops,
-        wall_s,
-    );
-    report.namespaces_left = not_removed.into_iter().map(|(n, _)| n).collect();
-    report.controllers_prefix = controllers.prefix().to_string();
-    report.weight_updates = controllers.weight_updates;
-    report.controller_counters = controllers.counters();
-    Ok(crate::Outcome { results, report })
+                let t = then().map_err(|e| EmuError::Setup(format!("{name}: {e}")))?;
+                Ok((fds, t))
+            })
+            .join()
+            .map_err(|_| EmuError::Setup("a setup thread panicked".to_string()))?
+    })
 }
 
 /// `Interrupted` once `stop` is set. Setup checks it before each flow's namespaces, so a stop
@@ -619,235 +530,190 @@ fn device_tx_drops(ns: &Netns) -> u64 {
         .sum()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn report(
-    scenario: &Scenario,
-    id: &str,
-    namespaces: Vec<String>,
-    beds: &[FlowBed],
-    driver: &Driver,
-    states: &[Arc<FlowState>],
-    device_drops: u64,
-    wall_s: f64,
-) -> Report {
-    let lateness = Lateness::of(&driver.lateness);
-    let intake_wait = Lateness::of(&driver.intake_wait);
-    let min_delay = scenario
-        .links
-        .iter()
-        .flat_map(|l| [l.forward.delay.0, l.reverse.delay.0])
-        .filter(|&d| d > 0)
-        .min()
-        .unwrap_or(1_000_000);
-    let limit = min_delay / 10;
-    let mut why = Vec::new();
-    if lateness.p99_ns > limit {
-        why.push(format!(
-            "p99 lateness {:.3} ms exceeds a tenth of the smallest link delay ({:.3} ms)",
-            lateness.p99_ns as f64 / 1e6,
-            limit as f64 / 1e6
-        ));
+impl TestBed<'_> {
+    /// The emulator's report on the run: its timing and whether it can be trusted, the
+    /// transfers' checks, and what the run was made of (`namespaces`, of which
+    /// `namespaces_left` could not be removed).
+    fn report(
+        &self,
+        driver: &Driver,
+        device_drops: u64,
+        wall_s: f64,
+        namespaces: Vec<String>,
+        namespaces_left: Vec<String>,
+    ) -> Report {
+        let (scenario, endpoints, id) = (self.scenario, &self.endpoints, &self.id);
+        let lateness = Lateness::of(&driver.lateness);
+        let intake_wait = Lateness::of(&driver.intake_wait);
+        let min_delay = scenario
+            .links
+            .iter()
+            .flat_map(|l| [l.forward.delay.0, l.reverse.delay.0])
+            .filter(|&d| d > 0)
+            .min()
+            .unwrap_or(1_000_000);
+        let limit = min_delay / 10;
+        let mut why = Vec::new();
+        if lateness.p99_ns > limit {
+            why.push(format!(
+                "p99 lateness {:.3} ms exceeds a tenth of the smallest link delay ({:.3} ms)",
+                lateness.p99_ns as f64 / 1e6,
+                limit as f64 / 1e6
+            ));
+        }
+        if intake_wait.p99_ns > limit {
+            why.push(format!(
+                "p99 intake wait {:.3} ms (a packet's time in its TUN device before the emulator \
+                 read it, at most) exceeds a tenth of the smallest link delay ({:.3} ms)",
+                intake_wait.p99_ns as f64 / 1e6,
+                limit as f64 / 1e6
+            ));
+        }
+        if driver.stats.emulator_drops > 0 {
+            why.push(format!(
+                "the emulator dropped {} packets because it fell behind",
+                driver.stats.emulator_drops
+            ));
+        }
+        if device_drops > 0 {
+            why.push(format!(
+                "the TUN devices dropped {device_drops} packets before the emulator read them"
+            ));
+        }
+        let transfers = endpoints
+            .iter()
+            .filter_map(Endpoint::transfer_check)
+            .collect();
+        Report {
+            run_id: id.to_string(),
+            namespaces,
+            namespaces_left,
+            kernel_algorithms: endpoints
+                .iter()
+                .map(|e| e.congestion().to_string())
+                .collect(),
+            controllers_prefix: self.controllers.prefix().to_string(),
+            weight_updates: self.controllers.weight_updates,
+            controller_counters: self.controllers.counters(),
+            lateness,
+            intake_wait,
+            lateness_limit_ns: limit,
+            emulator_drops: driver.stats.emulator_drops,
+            device_drops,
+            realtime: driver.stats.realtime,
+            link_thread_cpu_s: driver.stats.cpu_ns as f64 / 1e9,
+            packets_read: driver.stats.read,
+            reliable: why.is_empty(),
+            unreliable_because: why,
+            transfers,
+            wall_s,
+        }
     }
-    if intake_wait.p99_ns > limit {
-        why.push(format!(
-            "p99 intake wait {:.3} ms (a packet's time in its TUN device before the emulator \
-             read it, at most) exceeds a tenth of the smallest link delay ({:.3} ms)",
-            intake_wait.p99_ns as f64 / 1e6,
-            limit as f64 / 1e6
-        ));
-    }
-    if driver.stats.emulator_drops > 0 {
-        why.push(format!(
-            "the emulator dropped {} packets because it fell behind",
-            driver.stats.emulator_drops
-        ));
-    }
-    if device_drops > 0 {
-        why.push(format!(
-            "the TUN devices dropped {device_drops} packets before the emulator read them"
-        ));
-    }
-    let transfers = scenario
-        .flows
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| {
-            matches!(
-                f.kind,
-                FlowKind::Tcp {
-                    traffic: Traffic::Transfer(_),
-                    ..
-                }
-            )
-        })
-        .map(|(i, _)| {
-            let s = &states[i];
-            TransferCheck {
-                flow: i,
-                sent_bytes: s.sent.load(Ordering::Relaxed),
-                received_bytes: s.delivered.load(Ordering::Relaxed),
-                sent_hash: s.sent_hash.load(Ordering::Relaxed),
-                received_hash: s.received_hash.load(Ordering::Relaxed),
-                mismatched_bytes: s.mismatches.load(Ordering::Relaxed),
-                complete: s.eof.load(Ordering::Relaxed),
+
+    /// The results tables, in the simulator's schema.
+    fn results(
+        &self,
+        driver: &Driver,
+        flow_series: FlowSeries,
+        subflow_series: SubflowSeries,
+    ) -> Results {
+        let (scenario, endpoints, seed) = (self.scenario, &self.endpoints, self.seed);
+        let end = scenario.duration.as_secs_f64();
+        let mut ft = FlowTable::default();
+        let mut st = SubflowTable::default();
+        // Each subflow has a data route and a reverse route, flow after flow (see `TestBed::links`).
+        let mut route_base = 0usize;
+        for (i, (spec, e)) in scenario.flows.iter().zip(endpoints).enumerate() {
+            let first_route = route_base;
+            route_base += 2 * spec.subflows.len();
+            let start = spec.start.as_secs_f64();
+            let completion = e.completed_ns().map(|c| c as f64 / 1e9);
+            let stop = spec.stop.map_or(end, |s| s.as_secs_f64().min(end));
+            let window = (completion.unwrap_or(stop) - start).max(1e-9);
+            let delivered = e.delivered();
+            for (k, (sf, acc)) in spec
+                .subflows
+                .iter()
+                .zip(e.subflows().unwrap_or_default())
+                .enumerate()
+            {
+                let r = acc.last;
+                st.flow.push(i as u32);
+                st.subflow.push(k as u32);
+                st.path.push(topology::path_label(scenario, sf));
+                st.acked_bytes.push(r.acked_bytes);
+                st.throughput_bps.push(r.acked_bytes as f64 * 8.0 / window);
+                st.packets_sent.push(r.packets_sent);
+                st.retransmits.push(r.retransmits);
+                st.drops.push(driver.stats.route_drops[first_route + 2 * k]);
+                st.timeouts.push(r.timeouts);
+                st.loss_events.push(r.loss_events);
+                st.loss_event_rate
+                    .push(ratio(r.loss_events, r.packets_sent));
+                st.mean_cwnd_bytes.push(mean(acc.cwnd_sum, acc.samples));
+                st.mean_srtt_s.push(mean(acc.srtt_sum, acc.srtt_n));
             }
-        })
-        .collect();
-    Report {
-        run_id: id.to_string(),
-        namespaces,
-        namespaces_left: Vec::new(),
-        kernel_algorithms: beds.iter().map(|b| b.congestion.clone()).collect(),
-        controllers_prefix: String::new(),
-        weight_updates: 0,
-        controller_counters: Vec::new(),
-        lateness,
-        intake_wait,
-        lateness_limit_ns: limit,
-        emulator_drops: driver.stats.emulator_drops,
-        device_drops,
-        realtime: driver.stats.realtime,
-        link_thread_cpu_s: driver.stats.cpu_ns as f64 / 1e9,
-        packets_read: driver.stats.read,
-        reliable: why.is_empty(),
-        unreliable_because: why,
-        transfers,
-        wall_s,
+            let c = e.counters();
+            ft.name.push(spec.name.clone());
+            ft.group.push(spec.group.clone());
+            ft.algorithm.push(e.algorithm().to_string());
+            ft.start_s.push(start);
+            ft.end_s.push(completion.unwrap_or(stop));
+            ft.delivered_bytes.push(delivered);
+            ft.goodput_bps.push(delivered as f64 * 8.0 / window);
+            ft.throughput_bps.push(delivered as f64 * 8.0 / window);
+            ft.packets_sent.push(c.packets_sent);
+            ft.retransmits.push(c.retransmits);
+            ft.timeouts.push(c.timeouts);
+            ft.loss_events.push(c.loss_events);
+            ft.loss_event_rate
+                .push(ratio(c.loss_events, c.packets_sent));
+            ft.drops.push(driver.stats.flow_drops[i]);
+            ft.mean_cwnd_bytes.push(e.mean_cwnd_bytes());
+            ft.mean_srtt_s.push(e.mean_srtt_s());
+            ft.completion_s
+                .push(completion.map_or(f64::NAN, |c| c - start));
+        }
+        let lt = topology::link_table(scenario, &driver.links, end);
+        let fairness = topology::fairness(&ft);
+        let d = &driver.stats;
+        let mut series = SeriesChunk {
+            flows: flow_series,
+            subflows: subflow_series,
+            links: driver.link_series.clone(),
+        };
+        // The emulator samples everything; keep what the scenario's [series] records.
+        scenario.series.restrict(&mut series);
+        Results {
+            scenario: scenario.name.clone(),
+            seed,
+            flows: ft,
+            subflows: st,
+            links: lt,
+            flow_series: series.flows,
+            subflow_series: series.subflows,
+            link_series: series.links,
+            fairness,
+            stats: RunStats {
+                simulated_s: end,
+                events: d.events,
+                packets_created: d.read,
+                packets_delivered: d.written,
+                packets_dropped: d.dropped_queue,
+                packets_lost_on_wire: d.lost_on_wire,
+                packets_in_flight: d.in_links,
+                peak_packets: d.peak_packets,
+            },
+        }
     }
 }
 
+/// `events` per packet, 0 for no packets.
 fn ratio(events: u64, packets: u64) -> f64 {
     if packets > 0 {
         events as f64 / packets as f64
     } else {
         0.0
-    }
-}
-
-fn mean(sum: f64, n: u64) -> f64 {
-    if n > 0 {
-        sum / n as f64
-    } else {
-        f64::NAN
-    }
-}
-
-/// The results tables, in the simulator's schema.
-fn assemble(
-    scenario: &Scenario,
-    seed: u64,
-    driver: &Driver,
-    probes: &[Probe],
-    states: &[Arc<FlowState>],
-    flow_series: FlowSeries,
-    subflow_series: SubflowSeries,
-) -> Results {
-    let end = scenario.duration.as_secs_f64();
-    let mut ft = FlowTable::default();
-    let mut st = SubflowTable::default();
-    // Each subflow has a data route and a reverse route, flow after flow (see `run`).
-    let mut route_base = 0usize;
-    for (i, spec) in scenario.flows.iter().enumerate() {
-        let (probe, state) = (&probes[i], &states[i]);
-        let first_route = route_base;
-        route_base += 2 * spec.subflows.len();
-        let start = spec.start.as_secs_f64();
-        let completed = state.completed_ns.load(Ordering::Relaxed);
-        let completion = (completed != u64::MAX).then(|| completed as f64 / 1e9);
-        let stop = spec.stop.map_or(end, |s| s.as_secs_f64().min(end));
-        let window = (completion.unwrap_or(stop) - start).max(1e-9);
-        let delivered = state.delivered.load(Ordering::Relaxed);
-        let algorithm = match &spec.kind {
-            FlowKind::Tcp { control, .. } => control.name.clone(),
-            FlowKind::Cbr { .. } => "cbr".to_string(),
-        };
-        let (mut retx, mut timeouts, mut rto_episodes, mut sent) = (0u64, 0u64, 0u64, 0u64);
-        let (mut srtt_sum, mut srtt_n) = (0.0, 0u64);
-        if probe.tcp {
-            for (k, sf) in spec.subflows.iter().enumerate() {
-                let acc = &probe.subs[k];
-                let info = acc.last;
-                retx += info.total_retrans as u64;
-                timeouts += info.total_rto as u64;
-                rto_episodes += info.total_rto_recoveries as u64;
-                sent += info.data_segs_out as u64;
-                srtt_sum += acc.srtt_sum;
-                srtt_n += acc.srtt_n;
-                st.flow.push(i as u32);
-                st.subflow.push(k as u32);
-                st.path.push(topology::path_label(scenario, sf));
-                st.acked_bytes.push(info.bytes_acked);
-                st.throughput_bps
-                    .push(info.bytes_acked as f64 * 8.0 / window);
-                st.packets_sent.push(info.data_segs_out as u64);
-                st.retransmits.push(info.total_retrans as u64);
-                st.drops.push(driver.stats.route_drops[first_route + 2 * k]);
-                st.timeouts.push(info.total_rto as u64);
-                let losses = acc.reductions.max(info.total_rto_recoveries as u64);
-                st.loss_events.push(losses);
-                st.loss_event_rate
-                    .push(ratio(losses, info.data_segs_out as u64));
-                st.mean_cwnd_bytes.push(mean(acc.cwnd_sum, acc.samples));
-                st.mean_srtt_s.push(mean(acc.srtt_sum, acc.srtt_n));
-            }
-        } else {
-            sent = state.datagrams_sent.load(Ordering::Relaxed);
-        }
-        let n = probe.netstat;
-        let losses = if probe.tcp {
-            n.reno_recovery + n.sack_recovery + rto_episodes
-        } else {
-            0
-        };
-        ft.name.push(spec.name.clone());
-        ft.group.push(spec.group.clone());
-        ft.algorithm.push(algorithm);
-        ft.start_s.push(start);
-        ft.end_s.push(completion.unwrap_or(stop));
-        ft.delivered_bytes.push(delivered);
-        ft.goodput_bps.push(delivered as f64 * 8.0 / window);
-        ft.throughput_bps.push(delivered as f64 * 8.0 / window);
-        ft.packets_sent.push(sent);
-        ft.retransmits.push(retx);
-        ft.timeouts.push(timeouts.max(n.timeouts));
-        ft.loss_events.push(losses);
-        ft.loss_event_rate.push(ratio(losses, sent));
-        ft.drops.push(driver.stats.flow_drops[i]);
-        ft.mean_cwnd_bytes.push(mean(probe.cwnd_sum, probe.cwnd_n));
-        ft.mean_srtt_s.push(mean(srtt_sum, srtt_n));
-        ft.completion_s
-            .push(completion.map_or(f64::NAN, |c| c - start));
-    }
-    let lt = topology::link_table(scenario, &driver.links, end);
-    let fairness = topology::fairness(&ft);
-    let d = &driver.stats;
-    let mut series = SeriesChunk {
-        flows: flow_series,
-        subflows: subflow_series,
-        links: driver.link_series.clone(),
-    };
-    // The emulator samples everything; keep what the scenario's [series] records.
-    scenario.series.restrict(&mut series);
-    Results {
-        scenario: scenario.name.clone(),
-        seed,
-        flows: ft,
-        subflows: st,
-        links: lt,
-        flow_series: series.flows,
-        subflow_series: series.subflows,
-        link_series: series.links,
-        fairness,
-        stats: RunStats {
-            simulated_s: end,
-            events: d.events,
-            packets_created: d.read,
-            packets_delivered: d.written,
-            packets_dropped: d.dropped_queue,
-            packets_lost_on_wire: d.lost_on_wire,
-            packets_in_flight: d.in_links,
-            peak_packets: d.peak_packets,
-        },
     }
 }
 
