@@ -48,6 +48,8 @@ pub(crate) fn coupled_suffix(name: &str) -> Option<&'static str> {
 /// Whether any flow of `s` runs a coupled algorithm.
 pub(crate) fn needed(s: &Scenario) -> bool {
     s.flows.iter().any(|f| match &f.kind {
+        // A QUIC flow's controller runs inside its sender.
+        FlowKind::Tcp { .. } if crate::is_quic(f) => false,
         FlowKind::Tcp { control, .. } => coupled_suffix(&control.name).is_some(),
         FlowKind::Cbr { .. } => false,
     })
@@ -159,6 +161,9 @@ impl Controllers {
             return Ok(c);
         }
         for (i, f) in s.flows.iter().enumerate() {
+            if crate::is_quic(f) {
+                continue; // its BMC manager runs inside its sender
+            }
             if let Some(cfg) = bmc_config(&f.kind) {
                 c.managers.push(FlowManager {
                     flow: i,

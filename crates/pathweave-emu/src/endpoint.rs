@@ -23,14 +23,16 @@
 
 mod cbr;
 mod kernel;
+mod quic;
 
 pub(crate) use cbr::UDP_OVERHEAD;
+pub(crate) use quic::wire_size as quic_wire_size;
 
 use crate::controllers::Controllers;
 use crate::lab::{Lab, Netns};
 use crate::{is_multipath, sys, Clock, EmuError, Options, TransferCheck};
 use pathweave_sim::results::{FlowSeries, SubflowSeries};
-use pathweave_sim::scenario::{FlowKind, FlowSpec};
+use pathweave_sim::scenario::{FlowKind, FlowSpec, Transport as FlowTransport};
 use pathweave_sim::tcp::Traffic;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -142,6 +144,8 @@ pub(crate) struct SubflowReading {
     pub timeouts: u64,
     /// Loss events so far (a lower bound where the transport does not count them itself).
     pub loss_events: u64,
+    /// The controller's own state (α, ε, weights, …) where the transport can read it.
+    pub metrics: Option<pathweave_cc::Metrics>,
 }
 
 /// A flow's counters at the end of the run, summed over its subflows as its transport counts
@@ -201,6 +205,7 @@ pub(crate) trait Transport {
 pub(crate) enum Kind {
     Kernel(kernel::Kernel),
     Cbr(cbr::Cbr),
+    Quic(quic::Quic),
 }
 
 impl Transport for Kind {
@@ -208,6 +213,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.needs(ends),
             Kind::Cbr(c) => c.needs(ends),
+            Kind::Quic(q) => q.needs(ends),
         }
     }
 
@@ -215,6 +221,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.path_changes(),
             Kind::Cbr(c) => c.path_changes(),
+            Kind::Quic(q) => q.path_changes(),
         }
     }
 
@@ -222,6 +229,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.listen(ends),
             Kind::Cbr(c) => c.listen(ends),
+            Kind::Quic(q) => q.listen(ends),
         }
     }
 
@@ -236,6 +244,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.start_receiver(ends, listener, state, clock, stop),
             Kind::Cbr(c) => c.start_receiver(ends, listener, state, clock, stop),
+            Kind::Quic(q) => q.start_receiver(ends, listener, state, clock, stop),
         }
     }
 
@@ -249,6 +258,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.start_sender(ends, state, clock, stop),
             Kind::Cbr(c) => c.start_sender(ends, state, clock, stop),
+            Kind::Quic(q) => q.start_sender(ends, state, clock, stop),
         }
     }
 
@@ -256,6 +266,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(t) => t.change_path(lab, ends, k, join),
             Kind::Cbr(c) => c.change_path(lab, ends, k, join),
+            Kind::Quic(q) => q.change_path(lab, ends, k, join),
         }
     }
 
@@ -263,6 +274,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.has_subflows(),
             Kind::Cbr(c) => c.has_subflows(),
+            Kind::Quic(q) => q.has_subflows(),
         }
     }
 
@@ -270,6 +282,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.read(ends, state),
             Kind::Cbr(c) => c.read(ends, state),
+            Kind::Quic(q) => q.read(ends, state),
         }
     }
 
@@ -277,6 +290,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.finish(state),
             Kind::Cbr(c) => c.finish(state),
+            Kind::Quic(q) => q.finish(state),
         }
     }
 
@@ -284,6 +298,7 @@ impl Transport for Kind {
         match self {
             Kind::Kernel(k) => k.counters(state),
             Kind::Cbr(c) => c.counters(state),
+            Kind::Quic(q) => q.counters(state),
         }
     }
 }
@@ -332,9 +347,20 @@ impl Endpoint {
         ends: Ends,
         controllers: &Controllers,
         opts: &Options,
-    ) -> Endpoint {
+    ) -> Result<Endpoint, EmuError> {
         let n = ends.client.len();
         let (kind, algorithm, congestion, sized) = match &f.kind {
+            FlowKind::Tcp {
+                control,
+                cfg,
+                traffic,
+            } if cfg.transport == FlowTransport::Quic => {
+                let wire = quic::wire_size(cfg.mss, cfg.header);
+                let q = quic::Quic::new(&control.name, &control.config, *traffic, n, wire)
+                    .map_err(|e| EmuError::Setup(format!("flow {}: QUIC: {e}", f.name)))?;
+                let sized = matches!(traffic, Traffic::Transfer(_));
+                (Kind::Quic(q), control.name.clone(), String::new(), sized)
+            }
             FlowKind::Tcp {
                 control,
                 cfg,
@@ -354,7 +380,7 @@ impl Endpoint {
                 (Kind::Cbr(c), "cbr".to_string(), String::new(), false)
             }
         };
-        Endpoint {
+        Ok(Endpoint {
             ends,
             state: Arc::new(FlowState::new()),
             kind,
@@ -368,7 +394,7 @@ impl Endpoint {
             last_delivered: 0,
             cwnd_sum: 0.0,
             cwnd_n: 0,
-        }
+        })
     }
 
     pub(crate) fn ends(&self) -> &Ends {
@@ -474,17 +500,18 @@ impl Endpoint {
             ss.ssthresh_bytes.push(r.ssthresh_bytes);
             ss.srtt_s.push(r.srtt_s);
             ss.rate_bps.push(sub_rate);
-            ss.weight.push(self.weights[k]);
-            ss.score.push(self.scores[k]);
-            // Controller state the transports do not expose.
-            for col in [
-                &mut ss.alpha,
-                &mut ss.epsilon,
-                &mut ss.backlog_packets,
-                &mut ss.bandwidth_estimate_bps,
-            ] {
-                col.push(f64::NAN);
-            }
+            // The run's proportion manager's weights and scores where it runs one (BMC on the
+            // kernel), else the controller's own where the transport exposes it (QUIC).
+            let m = r.metrics.unwrap_or_default();
+            let or_nan = |x: Option<f64>| x.unwrap_or(f64::NAN);
+            let own =
+                |mine: f64, theirs: Option<f64>| if mine.is_nan() { or_nan(theirs) } else { mine };
+            ss.weight.push(own(self.weights[k], m.weight));
+            ss.score.push(own(self.scores[k], m.score));
+            ss.alpha.push(or_nan(m.alpha));
+            ss.epsilon.push(or_nan(m.epsilon));
+            ss.backlog_packets.push(or_nan(m.backlog));
+            ss.bandwidth_estimate_bps.push(or_nan(m.bandwidth_bps));
         }
         if cwnd.is_finite() {
             self.cwnd_sum += cwnd;

@@ -131,7 +131,51 @@ pub fn available_algorithms() -> Vec<String> {
 
 /// Whether flow `f` runs as an MPTCP connection: a multipath algorithm or several paths.
 pub(crate) fn is_multipath(f: &pathweave_sim::scenario::FlowSpec) -> bool {
-    f.runs_as_mptcp()
+    f.runs_as_mptcp() && !is_quic(f)
+}
+
+/// Whether flow `f` runs over multipath QUIC (`transport = "quic"`) rather than kernel TCP.
+pub(crate) fn is_quic(f: &pathweave_sim::scenario::FlowSpec) -> bool {
+    matches!(&f.kind, FlowKind::Tcp { cfg, .. } if cfg.transport == pathweave_sim::scenario::Transport::Quic)
+}
+
+/// Paths a QUIC flow may have in the emulator.
+pub const MAX_QUIC_PATHS: usize = 8;
+
+/// Why QUIC flow `f` cannot be emulated, if it cannot.
+fn quic_refusal(f: &pathweave_sim::scenario::FlowSpec) -> Option<String> {
+    let FlowKind::Tcp { cfg, traffic, .. } = &f.kind else {
+        return None;
+    };
+    if matches!(traffic, pathweave_sim::tcp::Traffic::OnOff { .. }) {
+        return Some(
+            "on/off traffic over QUIC is not emulated (bulk and sized transfers are)".to_string(),
+        );
+    }
+    if f.subflows.len() > MAX_QUIC_PATHS {
+        return Some(format!(
+            "{} subflows; a QUIC connection here has at most {MAX_QUIC_PATHS} paths",
+            f.subflows.len()
+        ));
+    }
+    if let Some(k) = f
+        .subflows
+        .iter()
+        .position(|s| s.start.is_some() || s.stop.is_some())
+    {
+        return Some(format!(
+            "subflow {k} joins or leaves on its own; the emulator's QUIC paths live as long as \
+             the connection (the simulator models path changes; here a path that loses its \
+             link is abandoned after its idle timeout)"
+        ));
+    }
+    let wire = endpoint::quic_wire_size(cfg.mss, cfg.header);
+    if wire > MAX_MTU {
+        return Some(format!(
+            "mss + header gives {wire}-byte QUIC packets; emulated packets are at most {MAX_MTU} B"
+        ));
+    }
+    None
 }
 
 /// The slowest link rate on each flow's path, summed over flows (bit/s).
@@ -195,6 +239,12 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
     }
     for f in &s.flows {
         let name = &f.name;
+        if is_quic(f) {
+            if let Some(why) = quic_refusal(f) {
+                return Err(EmuError::Refused(format!("{src}: flow {name}: {why}")));
+            }
+            continue;
+        }
         match &f.kind {
             FlowKind::Tcp { control, cfg, .. } => {
                 let algo = control.name.as_str();

@@ -153,7 +153,7 @@ impl<'a> TestBed<'a> {
                 stop_ns: f.stop.map(|s| s.0),
                 seed: seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             };
-            endpoints.push(Endpoint::new(f, ends, &controllers, opts));
+            endpoints.push(Endpoint::new(f, ends, &controllers, opts)?);
         }
         let mut bed = TestBed {
             scenario,

@@ -293,6 +293,7 @@ impl Transport for Kernel {
                     timeouts: info.total_rto as u64,
                     // Reductions seen between samples (a lower bound), or RTO episodes if more.
                     loss_events: sub.reductions.max(info.total_rto_recoveries as u64),
+                    metrics: None,
                 };
                 (k, reading)
             })
