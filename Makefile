@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python test-real lint bench bench-emulate bench-kernel slow docs fuzz fuzz-short clean kernel kernel-deps
+.PHONY: setup demo test test-rust test-python test-real test-real-slow lint bench bench-emulate bench-kernel slow docs fuzz fuzz-short clean kernel kernel-deps
 
 # crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
 # zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
@@ -103,9 +103,17 @@ lint: setup
 	$(BIN)/ruff format --check python tests bench build_support
 	$(BIN)/mypy
 
-# Slow reproductions and cross-checks (deselected by default).
+# Slow reproductions and cross-checks (deselected by default); the slow real-time checks
+# have a target of their own.
 slow: setup
-	$(BIN)/pytest --durations=10 -m slow
+	$(BIN)/pytest --durations=10 -m "slow and not emulation"
+
+# The real-time checks too long for every run (root): every algorithm of the multipath QUIC
+# checks and their agreement with the simulator (about 15 minutes).
+test-real-slow: setup
+	PATHWEAVE_REALTIME_SUMMARY=target/realtime-slow-summary.json \
+	PATHWEAVE_REALTIME_MAX_LATE=$(REALTIME_MAX_LATE) \
+	$(PYTEST) -m "emulation and slow" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK)
 
 # The documentation site, with broken links as errors.
 docs: setup

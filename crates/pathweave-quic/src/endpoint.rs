@@ -184,9 +184,18 @@ impl Receiver {
         socket: std::net::UdpSocket,
         opts: ReceiveOptions,
     ) -> Result<Receiver, QuicError> {
+        Receiver::with_identity(socket, opts, Identity::generate()?)
+    }
+
+    /// Receives on `socket` presenting `identity`'s certificate (made beforehand, so that a
+    /// sender can be told its fingerprint before the receiver starts).
+    pub fn with_identity(
+        socket: std::net::UdpSocket,
+        opts: ReceiveOptions,
+        identity: Identity,
+    ) -> Result<Receiver, QuicError> {
         opts.settings.validate()?;
         let runtime = runtime()?;
-        let identity = Identity::generate()?;
         let mut server = ServerConfig::with_crypto(identity.server_crypto()?);
         server.transport_config(Arc::new(opts.settings.transport(None)?));
         let endpoint = {
