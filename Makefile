@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python test-real test-real-slow lint bench bench-emulate bench-kernel slow docs fuzz fuzz-short clean kernel kernel-deps
+.PHONY: setup demo test test-rust test-python test-real test-real-slow lint bench bench-emulate bench-kernel bench-quic slow docs fuzz fuzz-short clean kernel kernel-deps
 
 # crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
 # zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
@@ -140,6 +140,11 @@ bench-emulate: setup
 # CPU cost per ACK of the BPF controllers (root, BTF, the BPF build).
 bench-kernel: setup
 	$(BIN)/python bench/kernel.py
+
+# Goodput and CPU time per packet of two-path multipath QUIC beside kernel MPTCP, over shaped
+# veth pairs and through the emulator (root, MPTCP; BENCH_QUIC_RUNS runs per case, default 3).
+bench-quic: setup
+	$(BIN)/python bench/quic.py
 
 clean:
 	rm -rf $(VENV) target results
