@@ -109,7 +109,7 @@ slow: setup
 	$(BIN)/pytest --durations=10 -m "slow and not emulation"
 
 # The real-time checks too long for every run (root): every algorithm of the multipath QUIC
-# checks and their agreement with the simulator (about 15 minutes).
+# checks and their agreement with the simulator (about 6 minutes).
 test-real-slow: setup
 	PATHWEAVE_REALTIME_SUMMARY=target/realtime-slow-summary.json \
 	PATHWEAVE_REALTIME_MAX_LATE=$(REALTIME_MAX_LATE) \

@@ -14,22 +14,31 @@
 //! The stand-ins are `192.0.2.k` (TEST-NET-1, RFC 5737, for documentation only) with the
 //! server's port, IPv4 like the server (IPv6 servers get `2001:db8::k`, RFC 3849).
 
-use quinn::udp::{RecvMeta, Transmit};
+use quinn::udp::{RecvMeta, Transmit, UdpSocketState};
 use quinn::{AsyncUdpSocket, UdpSender};
 use std::fmt;
 use std::future::Future;
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
+
+/// One path's socket, with quinn-udp's state for it (segmentation offload, ECN, packet info),
+/// as quinn's own sockets have.
+struct PathSocket {
+    io: UdpSocket,
+    state: UdpSocketState,
+}
 
 /// The sockets of one sending endpoint, one per path.
 #[derive(Clone)]
 pub struct PathSockets {
     server: SocketAddr,
-    sockets: Arc<[UdpSocket]>,
+    sockets: Arc<[PathSocket]>,
     /// The socket `poll_recv` tries first, rotated so no path starves another.
     next: usize,
 }
@@ -56,8 +65,12 @@ impl PathSockets {
         let mut sockets = Vec::with_capacity(local.len());
         for ip in local {
             let s = std::net::UdpSocket::bind(SocketAddr::new(*ip, 0))?;
+            let state = UdpSocketState::new((&s).into())?;
             s.set_nonblocking(true)?;
-            sockets.push(UdpSocket::from_std(s)?);
+            sockets.push(PathSocket {
+                io: UdpSocket::from_std(s)?,
+                state,
+            });
         }
         Ok(PathSockets {
             server,
@@ -73,7 +86,7 @@ impl PathSockets {
 
     /// Local address of path `k`'s socket.
     pub fn local(&self, k: usize) -> io::Result<SocketAddr> {
-        self.sockets[k].local_addr()
+        self.sockets[k].io.local_addr()
     }
 
     /// How many paths (sockets) there are.
@@ -128,24 +141,52 @@ impl UdpSender for Sender {
             // Not a path of ours: drop it as the network would.
             return Poll::Ready(Ok(()));
         };
-        let server = this.sockets.server;
+        let real = Transmit {
+            destination: this.sockets.server,
+            ecn: transmit.ecn,
+            contents: transmit.contents,
+            segment_size: transmit.segment_size,
+            src_ip: None,
+        };
         loop {
             if let Some((_, fut)) = this.waiting.as_mut() {
                 let r = std::task::ready!(fut.as_mut().poll(cx));
                 this.waiting = None;
                 r?;
             }
-            match this.sockets.sockets[k].try_send_to(transmit.contents, server) {
+            let p = &this.sockets.sockets[k];
+            match p
+                .io
+                .try_io(Interest::WRITABLE, || p.state.send((&p.io).into(), &real))
+            {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let sockets = Arc::clone(&this.sockets.sockets);
-                    this.waiting = Some((k, Box::pin(async move { sockets[k].writable().await })));
+                    this.waiting = Some((
+                        k,
+                        Box::pin(async move { sockets[k].io.writable().await }),
+                    ));
                 }
                 // The network's answer to one datagram is not the connection's: an unreachable
                 // route or a refused port loses this datagram, as a drop would.
                 Err(e) if transient(&e) => return Poll::Ready(Ok(())),
-                r => return Poll::Ready(r.map(|_| ())),
+                r => return Poll::Ready(r),
             }
         }
+    }
+
+    fn max_transmit_segments(&self) -> NonZeroUsize {
+        self.sockets.max_gso()
+    }
+}
+
+impl PathSockets {
+    /// Segments one send may carry on every path (generic segmentation offload).
+    fn max_gso(&self) -> NonZeroUsize {
+        self.sockets
+            .iter()
+            .map(|p| p.state.max_gso_segments())
+            .min()
+            .unwrap_or(NonZeroUsize::MIN)
     }
 }
 
@@ -184,31 +225,32 @@ impl AsyncUdpSocket for PathSockets {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
-        let (Some(buf), Some(m)) = (bufs.first_mut(), meta.first_mut()) else {
-            return Poll::Ready(Ok(0));
-        };
         let n = self.sockets.len();
         for i in 0..n {
             let k = (self.next + i) % n;
+            let p = &self.sockets[k];
             loop {
-                let mut rb = tokio::io::ReadBuf::new(buf);
-                match self.sockets[k].poll_recv_from(cx, &mut rb) {
-                    // Only the server talks to a sender; anything else is not ours.
-                    Poll::Ready(Ok(from)) if from != self.server => continue,
-                    Poll::Ready(Ok(_)) => {
-                        self.next = (k + 1) % n;
-                        let len = rb.filled().len();
-                        let mut meta = RecvMeta::default();
-                        meta.addr = stand_in(self.server, k);
-                        meta.len = len;
-                        meta.stride = len;
-                        meta.dst_ip = self.sockets[k].local_addr().ok().map(|a| a.ip());
-                        *m = meta;
-                        return Poll::Ready(Ok(1));
-                    }
-                    Poll::Ready(Err(e)) if transient(&e) => continue,
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                match p.io.poll_recv_ready(cx) {
                     Poll::Pending => break,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(())) => {}
+                }
+                match p
+                    .io
+                    .try_io(Interest::READABLE, || p.state.recv((&p.io).into(), bufs, meta))
+                {
+                    Ok(got) => {
+                        self.next = (k + 1) % n;
+                        // Only the server talks to a sender: what arrives on socket k is path
+                        // k's, from its stand-in.
+                        for m in meta.iter_mut().take(got) {
+                            m.addr = stand_in(self.server, k);
+                        }
+                        return Poll::Ready(Ok(got));
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) if transient(&e) => continue,
+                    Err(e) => return Poll::Ready(Err(e)),
                 }
             }
         }
@@ -216,13 +258,19 @@ impl AsyncUdpSocket for PathSockets {
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sockets[0].local_addr()
+        self.sockets[0].io.local_addr()
+    }
+
+    fn max_receive_segments(&self) -> NonZeroUsize {
+        self.sockets
+            .iter()
+            .map(|p| p.state.gro_segments())
+            .min()
+            .unwrap_or(NonZeroUsize::MIN)
     }
 
     fn may_fragment(&self) -> bool {
-        // The sockets are plain ones: the kernel may fragment, so quinn's path-MTU discovery
-        // stays off unless the caller configures it (the emulator sets the MTU exactly).
-        true
+        self.sockets.iter().any(|p| p.state.may_fragment())
     }
 }
 
