@@ -161,10 +161,8 @@ impl UdpSender for Sender {
             {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let sockets = Arc::clone(&this.sockets.sockets);
-                    this.waiting = Some((
-                        k,
-                        Box::pin(async move { sockets[k].io.writable().await }),
-                    ));
+                    this.waiting =
+                        Some((k, Box::pin(async move { sockets[k].io.writable().await })));
                 }
                 // The network's answer to one datagram is not the connection's: an unreachable
                 // route or a refused port loses this datagram, as a drop would.
@@ -235,10 +233,9 @@ impl AsyncUdpSocket for PathSockets {
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                     Poll::Ready(Ok(())) => {}
                 }
-                match p
-                    .io
-                    .try_io(Interest::READABLE, || p.state.recv((&p.io).into(), bufs, meta))
-                {
+                match p.io.try_io(Interest::READABLE, || {
+                    p.state.recv((&p.io).into(), bufs, meta)
+                }) {
                     Ok(got) => {
                         self.next = (k + 1) % n;
                         // Only the server talks to a sender: what arrives on socket k is path
