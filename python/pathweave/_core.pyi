@@ -25,6 +25,7 @@ __all__ = [
     "emulate_cleanup",
     "emulate_leftovers",
     "kernel_main",
+    "quic_main",
     "load_scenario",
     "parse_scenario",
     "read_scenario_text",
