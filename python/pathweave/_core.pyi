@@ -25,9 +25,9 @@ __all__ = [
     "emulate_cleanup",
     "emulate_leftovers",
     "kernel_main",
-    "quic_main",
     "load_scenario",
     "parse_scenario",
+    "quic_main",
     "read_scenario_text",
     "toml_loads",
 ]
