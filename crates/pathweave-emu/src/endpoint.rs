@@ -163,8 +163,11 @@ pub(crate) struct FlowCounters {
 pub(crate) trait Transport {
     /// What the flow's namespaces need before either end starts.
     fn needs(&self, ends: &Ends) -> NamespaceNeeds;
-    /// Subflows that join or leave after the flow's start, in scenario order.
-    fn path_changes(&self) -> Vec<PathChange>;
+    /// Subflows that join or leave after the flow's start, in scenario order (none unless
+    /// the kind has path changes).
+    fn path_changes(&self) -> Vec<PathChange> {
+        Vec::new()
+    }
     /// Inside the receiver's namespace, during setup, before any sender starts: open what
     /// the receiver listens on.
     fn listen(&self, ends: &Ends) -> Result<OwnedFd, String>;
@@ -185,8 +188,16 @@ pub(crate) trait Transport {
         clock: Clock,
         stop: &Arc<AtomicBool>,
     ) -> JoinHandle<()>;
-    /// Subflow `k` joins or leaves now.
-    fn change_path(&self, lab: &Lab, ends: &Ends, k: usize, join: bool) -> Result<(), EmuError>;
+    /// Subflow `k` joins or leaves now (only kinds with path changes are asked).
+    fn change_path(
+        &self,
+        _lab: &Lab,
+        _ends: &Ends,
+        _k: usize,
+        _join: bool,
+    ) -> Result<(), EmuError> {
+        Ok(())
+    }
     /// Whether the flow has congestion state per subflow (rows in the subflows table).
     fn has_subflows(&self) -> bool;
     /// The subflows' current state, by scenario subflow index; empty while there is none

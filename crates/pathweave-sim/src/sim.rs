@@ -192,18 +192,7 @@ impl Simulation {
                     };
                     let joins =
                         quic::handshake_joins(scenario, &f.subflows, f.start, cfg.handshakes);
-                    let plans: Vec<SubflowPlan> = f
-                        .subflows
-                        .iter()
-                        .zip(pairs)
-                        .zip(joins)
-                        .map(|((sf, &(route, ack_route)), join)| SubflowPlan {
-                            route,
-                            ack_route,
-                            join,
-                            leave: sf.stop,
-                        })
-                        .collect();
+                    let plans = subflow_plans(&f.subflows, pairs, joins);
                     let settings = quic::sender::QuicSettings {
                         max_udp_payload: quic::max_udp_payload(cfg.mss, cfg.header),
                         max_ack_delay: cfg.max_ack_delay,
@@ -245,18 +234,7 @@ impl Simulation {
                             .map(|sf| sf.start.unwrap_or(f.start))
                             .collect()
                     };
-                    let plans: Vec<SubflowPlan> = f
-                        .subflows
-                        .iter()
-                        .zip(pairs)
-                        .zip(joins)
-                        .map(|((sf, &(route, ack_route)), join)| SubflowPlan {
-                            route,
-                            ack_route,
-                            join,
-                            leave: sf.stop,
-                        })
-                        .collect();
+                    let plans = subflow_plans(&f.subflows, pairs, joins);
                     let mut snd = TcpSender::new(
                         i as u32,
                         ComponentId::new(Kind::Sender, i),
@@ -973,6 +951,25 @@ fn _traffic_is_exhaustive(t: Traffic) -> bool {
         t,
         Traffic::Bulk | Traffic::Transfer(_) | Traffic::OnOff { .. }
     )
+}
+
+/// Each subflow's routes, first data and leave, for a sender (TCP or QUIC) to build from.
+fn subflow_plans(
+    subflows: &[crate::scenario::SubflowSpec],
+    pairs: &[(u32, u32)],
+    joins: Vec<Instant>,
+) -> Vec<SubflowPlan> {
+    subflows
+        .iter()
+        .zip(pairs)
+        .zip(joins)
+        .map(|((sf, &(route, ack_route)), join)| SubflowPlan {
+            route,
+            ack_route,
+            join,
+            leave: sf.stop,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -4,11 +4,10 @@
 
 use super::{
     io_err, namespace_sysctls, sleep_until, spawn_receiver, spawn_sender, Ends, FlowCounters,
-    FlowState, NamespaceNeeds, PathChange, SubflowReading, Transport, TICK_NS,
+    FlowState, NamespaceNeeds, SubflowReading, Transport, TICK_NS,
 };
-use crate::lab::Lab;
 use crate::sys;
-use crate::{Clock, EmuError};
+use crate::Clock;
 use pathweave_cc::{Bandwidth, Bytes};
 use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -62,10 +61,6 @@ impl Transport for Cbr {
         }
     }
 
-    fn path_changes(&self) -> Vec<PathChange> {
-        Vec::new()
-    }
-
     fn listen(&self, ends: &Ends) -> Result<OwnedFd, String> {
         let fd = sys::udp_socket().map_err(|e| io_err("socket", e))?;
         sys::bind(fd.as_raw_fd(), ends.server, UDP_PORT).map_err(|e| io_err("bind", e))?;
@@ -97,16 +92,6 @@ impl Transport for Cbr {
         spawn_sender(ends, state, clock, stop, move |ends, _, clock, stop| {
             send(ends, &datagrams, clock, stop, interval_ns, size)
         })
-    }
-
-    fn change_path(
-        &self,
-        _lab: &Lab,
-        _ends: &Ends,
-        _k: usize,
-        _join: bool,
-    ) -> Result<(), EmuError> {
-        Ok(())
     }
 
     fn has_subflows(&self) -> bool {

@@ -13,10 +13,9 @@
 
 use super::{
     io_err, namespace_sysctls, spawn_receiver, spawn_sender, Ends, FlowCounters, FlowState,
-    NamespaceNeeds, PathChange, SubflowReading, Transport,
+    NamespaceNeeds, SubflowReading, Transport,
 };
-use crate::lab::Lab;
-use crate::{Clock, EmuError};
+use crate::Clock;
 use pathweave_quic::cert::Identity;
 use pathweave_quic::endpoint::{Receiver, ReceiverLive, SenderLive};
 use pathweave_quic::{Amount, QuicError, ReceiveOptions, SendOptions, Settings};
@@ -118,11 +117,6 @@ impl Transport for Quic {
         }
     }
 
-    fn path_changes(&self) -> Vec<PathChange> {
-        // Refused by `check_scenario`: QUIC paths live as long as the connection here.
-        Vec::new()
-    }
-
     fn listen(&self, ends: &Ends) -> Result<OwnedFd, String> {
         let s = UdpSocket::bind(SocketAddr::new(IpAddr::V4(v4(ends.server)), QUIC_PORT))
             .map_err(|e| io_err("bind", e))?;
@@ -217,16 +211,6 @@ impl Transport for Quic {
                 Err(e) => Err(e.to_string()),
             }
         })
-    }
-
-    fn change_path(
-        &self,
-        _lab: &Lab,
-        _ends: &Ends,
-        _k: usize,
-        _join: bool,
-    ) -> Result<(), EmuError> {
-        Ok(())
     }
 
     fn has_subflows(&self) -> bool {
