@@ -14,12 +14,16 @@ marked ``slow``.
 from __future__ import annotations
 
 import functools
+import re
+import subprocess
+import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import tomli_w
 
@@ -44,6 +48,7 @@ from test_kernel_emulate import (
 )
 
 SIM_SEEDS = [1, 2, 3]
+PW = [sys.executable, "-m", "pathweave"]
 
 
 def quic_realtime(test):  # type: ignore[no-untyped-def]
@@ -297,6 +302,7 @@ def test_a_transfer_survives_a_five_second_outage_of_one_path(tmp_path: Path) ->
 
 
 @quic_realtime
+@pytest.mark.slow
 def test_a_path_that_dies_for_good_is_abandoned_and_the_other_finishes(tmp_path: Path) -> None:
     """Path b goes down for good at 2 s: after its idle timeout (10 s) it is abandoned, its
     data in flight is resent on path a, and the 20 MB arrive intact."""
@@ -308,6 +314,153 @@ def test_a_path_that_dies_for_good_is_abandoned_and_the_other_finishes(tmp_path:
     assert t["complete"], t
     assert t["sent_bytes"] == t["received_bytes"] == 20_000_000, t
     assert t["sent_fnv1a64"] == t["received_fnv1a64"], t
+
+
+# --- path changes ---------------------------------------------------------------------------
+
+
+def _path_b_between(tmp_path: Path, join: float, leave: float) -> pathweave.Scenario:
+    text = (
+        _two_paths(tmp_path, "", duration="12s")
+        .read_text(encoding="utf-8")
+        .replace('traffic = { type = "transfer", size = "20MB" }\n', "")
+        .replace(
+            '{ path = ["b"] }',
+            f'{{ path = ["b"], start = "{join}s", stop = "{leave}s" }}',
+        )
+    )
+    return pathweave.parse(text, "quic-path-changes")
+
+
+@quic_realtime
+def test_a_path_that_joins_late_and_leaves_early_carries_data_only_in_between(
+    tmp_path: Path,
+) -> None:
+    """Path b joins at 3 s and leaves at 7 s, as its subflow's `start` and `stop` say: it
+    carries data between (acknowledged bytes on b), none before it joins and none once its
+    close has had a second to finish, in the emulator as in the simulator's model."""
+    sc = _path_b_between(tmp_path, 3.0, 7.0)
+    emu = _on_time("QUIC path changes", lambda: emulate(sc, 1))
+    sim = pathweave.run(sc, seed=1)
+    for name, res in (("emulated", emu), ("simulated", sim)):
+        ss = res.subflow_series
+        b = ss[ss["subflow"] == 1]
+        before = b[b["time_s"] <= 2.9]["rate_bps"].sum()
+        during = b[(b["time_s"] > 3.5) & (b["time_s"] <= 7.0)]["rate_bps"]
+        after = b[b["time_s"] > 8.0]["rate_bps"].sum()
+        print(
+            f"{name}: path b rate before {before:.0f}, during mean {during.mean() / 1e6:.2f} "
+            f"Mbit/s, after {after:.0f}"
+        )
+        assert before == 0, (name, b[b["time_s"] <= 2.9])
+        assert during.mean() > 2e6, (name, during)
+        assert after == 0, (name, b[b["time_s"] > 8.0])
+    # The subflows table counts path b's bytes of its whole life.
+    acked = emu.subflows["acked_bytes"].tolist()
+    assert acked[1] > 2e6 / 8 * 3, acked
+
+
+def test_a_quic_flow_whose_first_path_leaves_is_refused(tmp_path: Path) -> None:
+    text = (
+        _two_paths(tmp_path, "", duration="5s")
+        .read_text(encoding="utf-8")
+        .replace('{ path = ["a"] }', '{ path = ["a"], stop = "2s" }')
+    )
+    with pytest.raises(EmulationRefused, match="first path carries its handshake"):
+        emulate(pathweave.parse(text, "first-path-leaves"))
+
+
+# --- quic serve and quic send inside the emulator's namespaces ----------------------------
+
+
+@quic_realtime
+def test_quic_serve_and_send_run_in_an_external_flows_namespaces(tmp_path: Path) -> None:
+    """`pathweave emulate --external mp` builds flow mp's namespaces and links and starts
+    nothing there; `pathweave quic serve` and `quic send` run in them (`ip netns exec`), the
+    transfer goes through the emulated links on both paths and arrives intact, the sender's
+    tables are written, and the emulator's own tables see the flow's packets on both links."""
+    scenario = _two_paths(tmp_path, "", duration="25s")
+    emu_out, send_out, cert = tmp_path / "emu", tmp_path / "send", tmp_path / "r.pem"
+    emulator = subprocess.Popen(
+        [*PW, "emulate", str(scenario), "--external", "mp", "--out", str(emu_out), "--quiet"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    server = None
+    try:
+        assert emulator.stderr is not None
+        ends = None
+        for line in emulator.stderr:
+            m = re.match(
+                r"pathweave: external flow mp: sender (\S+) (\S+) receiver (\S+) (\S+)$",
+                line.strip(),
+            )
+            if m:
+                ends = m.groups()
+                break
+        assert ends is not None, "the emulator did not say where flow mp is"
+        snd_ns, clients, rcv_ns, server_addr = ends
+        assert len(clients.split(",")) == 2, clients
+        server = subprocess.Popen(
+            [
+                *("ip", "netns", "exec", rcv_ns, *PW, "quic", "serve"),
+                *("--listen", f"{server_addr}:4433", "--cert-out", str(cert)),
+                *("--transfers", "1"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None
+        assert f"listening on {server_addr}:4433" in server.stdout.readline()
+        sent = subprocess.run(
+            [
+                *("ip", "netns", "exec", snd_ns, *PW, "quic", "send"),
+                *("--to", f"{server_addr}:4433", "--from", clients),
+                *("--algorithm", "lia", "--bytes", "10MB", "--cert", str(cert)),
+                *("--out", str(send_out)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        served, _ = server.communicate(timeout=20)
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert "matches what was sent" in sent.stdout, sent.stdout
+        assert re.search(r"received 10000000 bytes from \S+ over 2 path", served), served
+        _, rest = emulator.communicate(timeout=60)
+    finally:
+        for p in (server, emulator):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    assert emulator.returncode == 0, rest
+    subflows = pd.read_parquet(send_out / "subflows.parquet")
+    assert len(subflows) == 2, subflows
+    assert (subflows["acked_bytes"] > 0).all(), subflows
+    # 10 MB of QUIC went through the emulated links, both of them.
+    links = pd.read_parquet(emu_out / "links.parquet")
+    fwd = links[links["direction"] == "forward"].set_index("name")["delivered_bytes"]
+    print(f"emulated links, forward bytes: {fwd.to_dict()}")
+    assert fwd.sum() >= 10_000_000, fwd
+    assert (fwd > 1_000_000).all(), fwd
+    flows = pd.read_parquet(emu_out / "flows.parquet")
+    (row,) = flows.to_dict("records")
+    assert row["algorithm"] == "external", row
+    # IP bytes of the data routes over the run: the 10 MB and their headers.
+    assert row["throughput_bps"] * 25 / 8 >= 10_000_000, row
+
+
+def test_an_external_flow_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    scenario = _two_paths(tmp_path, "", duration="5s")
+    r = subprocess.run(
+        [*PW, "emulate", str(scenario), "--external", "nosuch", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "--external nosuch: no flow of that name; the flows are: mp" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
 
 
 # --- BMC -------------------------------------------------------------------------------------

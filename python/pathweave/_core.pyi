@@ -94,11 +94,15 @@ def emulate(
     seed: int | None = None,
     max_load_bps: int | None = None,
     reno_congestion: str | None = None,
+    external: list[str] = ...,
 ) -> tuple[_Results, dict[str, Any]]:
     """Emulate in real time; returns the results and the emulator's report."""
 
 def emulate_check(
-    scenario: Scenario, max_load_bps: int | None = None, reno_congestion: str | None = None
+    scenario: Scenario,
+    max_load_bps: int | None = None,
+    reno_congestion: str | None = None,
+    external: list[str] = ...,
 ) -> None:
     """Raise EmulationRefused if the scenario cannot be emulated."""
 

@@ -265,6 +265,14 @@ def _parser() -> argparse.ArgumentParser:
         help="run the scenario's Reno flows and uncoupled subflows on this registered kernel "
         "congestion control instead of reno (e.g. cubic, bbr)",
     )
+    emu_p.add_argument(
+        "--external",
+        action="append",
+        default=[],
+        metavar="FLOW",
+        help="build this flow's namespaces, routes and links but start no application in "
+        "them: run your own there with `ip netns exec` (stderr says where); repeatable",
+    )
     emu_p.add_argument("--plot", action="store_true", help="also draw run.png in the output")
     emu_p.add_argument("--quiet", action="store_true", help="print only errors")
     emu_p.add_argument(
@@ -681,7 +689,7 @@ def _emulate(args: argparse.Namespace) -> int:
     out: Path = args.out if args.out is not None else _default_out(scenario.name + "-emulate")
     try:
         check_output_directory(out)
-        emu.check(scenario, reno_congestion=args.reno_congestion)
+        emu.check(scenario, reno_congestion=args.reno_congestion, external=args.external)
     except OSError as e:
         _error(f"--out: {e}")
         return EXIT_BAD_INPUT
@@ -694,7 +702,12 @@ def _emulate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        result = emu.emulate(scenario, seed=args.seed, reno_congestion=args.reno_congestion)
+        result = emu.emulate(
+            scenario,
+            seed=args.seed,
+            reno_congestion=args.reno_congestion,
+            external=args.external,
+        )
     except _core.EmulationRefused as e:
         _error(f"emulate: {e}")
         return EXIT_BAD_INPUT

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pathweave import _core
@@ -72,6 +73,7 @@ def emulate(
     *,
     max_load_bps: int | None = None,
     reno_congestion: str | None = None,
+    external: Sequence[str] = (),
 ) -> EmulatedResult:
     """Emulate ``scenario`` in real time over the kernel's TCP and MPTCP.
 
@@ -79,6 +81,10 @@ def emulate(
     ``max_load_bps`` raises or lowers the real-time load limit (default 1 Gbit/s).
     ``reno_congestion`` names a registered kernel congestion control (``cubic``, ``bbr``, …)
     to run what the scenario runs as Reno: single-path Reno flows and uncoupled subflows.
+    ``external`` names flows whose applications run outside the emulator: their namespaces,
+    routes and links are built and named under ``/run/netns``, one line on stderr per flow
+    says where (``pathweave: external flow NAME: sender NS ADDR,… receiver NS ADDR``), and
+    nothing is started in them; what still runs there at the end is stopped (docs/emulation.md).
     Raises ``EmulationRefused`` (nothing created) or ``EmulationError`` (run failed, all
     removed); Ctrl-C stops the run, removes what it made and raises KeyboardInterrupt. A signal
     that ends the process (SIGTERM without a handler, SIGKILL) leaves nothing either: the
@@ -87,7 +93,7 @@ def emulate(
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
     start = time.perf_counter()
-    raw, report = _core.emulate(scenario, seed, max_load_bps, reno_congestion)
+    raw, report = _core.emulate(scenario, seed, max_load_bps, reno_congestion, list(external))
     wall = time.perf_counter() - start
     return EmulatedResult(scenario, raw, _complete(report), wall)
 
@@ -108,12 +114,15 @@ def _complete(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def check(
-    scenario: Scenario, max_load_bps: int | None = None, reno_congestion: str | None = None
+    scenario: Scenario,
+    max_load_bps: int | None = None,
+    reno_congestion: str | None = None,
+    external: Sequence[str] = (),
 ) -> None:
     """Raise ``EmulationRefused`` if ``scenario`` cannot be emulated (too large, an algorithm
     the kernel lacks, a TCP setting the kernel cannot run as written, a ``reno_congestion``
     the kernel has not registered); checks the scenario only, not the machine."""
-    _core.emulate_check(scenario, max_load_bps, reno_congestion)
+    _core.emulate_check(scenario, max_load_bps, reno_congestion, list(external))
 
 
 def cleanup() -> list[str]:

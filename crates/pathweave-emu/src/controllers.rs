@@ -46,8 +46,10 @@ pub(crate) fn coupled_suffix(name: &str) -> Option<&'static str> {
 }
 
 /// Whether any flow of `s` runs a coupled algorithm.
-pub(crate) fn needed(s: &Scenario) -> bool {
-    s.flows.iter().any(|f| match &f.kind {
+pub(crate) fn needed(s: &Scenario, external: &[bool]) -> bool {
+    s.flows.iter().zip(external).any(|(f, &ext)| match &f.kind {
+        // An external flow's applications bring their own congestion control.
+        _ if ext => false,
         // A QUIC flow's controller runs inside its sender.
         FlowKind::Tcp { .. } if crate::is_quic(f) => false,
         FlowKind::Tcp { control, .. } => coupled_suffix(&control.name).is_some(),
@@ -149,6 +151,7 @@ impl Controllers {
         s: &Scenario,
         number: u64,
         addrs: &[Vec<[u8; 4]>],
+        external: &[bool],
     ) -> Result<Controllers, EmuError> {
         let mut c = Controllers {
             prefix: String::new(),
@@ -157,12 +160,12 @@ impl Controllers {
             managers: Vec::new(),
             weight_updates: 0,
         };
-        if !needed(s) {
+        if !needed(s, external) {
             return Ok(c);
         }
         for (i, f) in s.flows.iter().enumerate() {
-            if crate::is_quic(f) {
-                continue; // its BMC manager runs inside its sender
+            if crate::is_quic(f) || external[i] {
+                continue; // a QUIC flow's BMC manager runs inside its sender
             }
             if let Some(cfg) = bmc_config(&f.kind) {
                 c.managers.push(FlowManager {

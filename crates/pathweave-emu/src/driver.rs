@@ -262,6 +262,8 @@ pub struct DriverStats {
     pub flow_drops: Vec<u64>,
     /// Data packets dropped per route (a subflow's data route counts its own drops).
     pub route_drops: Vec<u64>,
+    /// Bytes (IP packets) written to the destination device, per route.
+    pub route_bytes: Vec<u64>,
     /// Packets inside links when the run ended.
     pub in_links: u64,
     /// Whether the link thread ran at real-time priority.
@@ -353,6 +355,7 @@ impl Driver {
             stats: DriverStats {
                 flow_drops: vec![0; flows],
                 route_drops: vec![0; n_routes],
+                route_bytes: vec![0; n_routes],
                 ..DriverStats::default()
             },
             end,
@@ -556,6 +559,7 @@ impl Driver {
         self.pool.free(id);
         if ok {
             self.stats.written += 1;
+            self.stats.route_bytes[route] += len as u64;
             // A histogram value of at least 1 ns: 0 is not representable.
             let late = released.saturating_sub(t.0).max(1);
             self.lateness.saturating_record(late);

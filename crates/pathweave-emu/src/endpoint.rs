@@ -8,7 +8,10 @@
 //!
 //! * [`kernel`]: kernel TCP or MPTCP sockets with bulk, sized or on/off traffic, sampled from
 //!   `TCP_INFO` and `MPTCP_TCPINFO`;
-//! * [`cbr`]: a UDP constant-rate source and its sink, without congestion state.
+//! * [`cbr`]: a UDP constant-rate source and its sink, without congestion state;
+//! * [`quic`]: pathweave-quic's multipath QUIC receiver and sender, coupled over the paths;
+//! * [`external`]: none at all: the run builds the flow's namespaces and links, and whoever
+//!   asked for it runs their own applications there.
 //!
 //! A new kind is a module under `endpoint/` with a type that implements [`Transport`], a
 //! variant of [`Kind`] with its arm in each method of `impl Transport for Kind` (the compiler
@@ -22,6 +25,7 @@
 //! tables report. Invariant: subflow readings are indexed by scenario subflow, `0..n`.
 
 mod cbr;
+mod external;
 mod kernel;
 mod quic;
 
@@ -126,6 +130,32 @@ pub(crate) struct PathChange {
     pub join: bool,
 }
 
+/// The paths of multipath flow `f` after its first: those that open with the connection, and
+/// the joins and leaves of the others (a subflow's `start` after the flow's, its `stop`), in
+/// scenario order.
+pub(crate) fn plan_paths(f: &FlowSpec) -> (Vec<usize>, Vec<PathChange>) {
+    let mut initial = Vec::new();
+    let mut changes = Vec::new();
+    for (k, sf) in f.subflows.iter().enumerate().skip(1) {
+        match sf.start {
+            Some(t) if t > f.start => changes.push(PathChange {
+                at: t.0,
+                k,
+                join: true,
+            }),
+            _ => initial.push(k),
+        }
+        if let Some(t) = sf.stop {
+            changes.push(PathChange {
+                at: t.0,
+                k,
+                join: false,
+            });
+        }
+    }
+    (initial, changes)
+}
+
 /// One subflow's congestion state and counters at one reading, whatever the transport.
 /// Counters are cumulative since the connection started.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -169,8 +199,8 @@ pub(crate) trait Transport {
         Vec::new()
     }
     /// Inside the receiver's namespace, during setup, before any sender starts: open what
-    /// the receiver listens on.
-    fn listen(&self, ends: &Ends) -> Result<OwnedFd, String>;
+    /// the receiver listens on (nothing for a kind without a receiving application).
+    fn listen(&self, ends: &Ends) -> Result<Option<OwnedFd>, String>;
     /// Start the receiving application on `listener` (see [`spawn_receiver`]).
     fn start_receiver(
         &self,
@@ -179,15 +209,15 @@ pub(crate) trait Transport {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()>;
-    /// Start the sending application (see [`spawn_sender`]).
+    ) -> Option<JoinHandle<()>>;
+    /// Start the sending application (see [`spawn_sender`]), if the kind has one.
     fn start_sender(
         &self,
         ends: &Ends,
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()>;
+    ) -> Option<JoinHandle<()>>;
     /// Subflow `k` joins or leaves now (only kinds with path changes are asked).
     fn change_path(
         &self,
@@ -217,6 +247,7 @@ pub(crate) enum Kind {
     Kernel(kernel::Kernel),
     Cbr(cbr::Cbr),
     Quic(quic::Quic),
+    External(external::External),
 }
 
 impl Transport for Kind {
@@ -225,6 +256,7 @@ impl Transport for Kind {
             Kind::Kernel(k) => k.needs(ends),
             Kind::Cbr(c) => c.needs(ends),
             Kind::Quic(q) => q.needs(ends),
+            Kind::External(x) => x.needs(ends),
         }
     }
 
@@ -233,14 +265,16 @@ impl Transport for Kind {
             Kind::Kernel(k) => k.path_changes(),
             Kind::Cbr(c) => c.path_changes(),
             Kind::Quic(q) => q.path_changes(),
+            Kind::External(x) => x.path_changes(),
         }
     }
 
-    fn listen(&self, ends: &Ends) -> Result<OwnedFd, String> {
+    fn listen(&self, ends: &Ends) -> Result<Option<OwnedFd>, String> {
         match self {
             Kind::Kernel(k) => k.listen(ends),
             Kind::Cbr(c) => c.listen(ends),
             Kind::Quic(q) => q.listen(ends),
+            Kind::External(x) => x.listen(ends),
         }
     }
 
@@ -251,11 +285,12 @@ impl Transport for Kind {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         match self {
             Kind::Kernel(k) => k.start_receiver(ends, listener, state, clock, stop),
             Kind::Cbr(c) => c.start_receiver(ends, listener, state, clock, stop),
             Kind::Quic(q) => q.start_receiver(ends, listener, state, clock, stop),
+            Kind::External(x) => x.start_receiver(ends, listener, state, clock, stop),
         }
     }
 
@@ -265,11 +300,12 @@ impl Transport for Kind {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         match self {
             Kind::Kernel(k) => k.start_sender(ends, state, clock, stop),
             Kind::Cbr(c) => c.start_sender(ends, state, clock, stop),
             Kind::Quic(q) => q.start_sender(ends, state, clock, stop),
+            Kind::External(x) => x.start_sender(ends, state, clock, stop),
         }
     }
 
@@ -278,6 +314,7 @@ impl Transport for Kind {
             Kind::Kernel(t) => t.change_path(lab, ends, k, join),
             Kind::Cbr(c) => c.change_path(lab, ends, k, join),
             Kind::Quic(q) => q.change_path(lab, ends, k, join),
+            Kind::External(x) => x.change_path(lab, ends, k, join),
         }
     }
 
@@ -286,6 +323,7 @@ impl Transport for Kind {
             Kind::Kernel(k) => k.has_subflows(),
             Kind::Cbr(c) => c.has_subflows(),
             Kind::Quic(q) => q.has_subflows(),
+            Kind::External(x) => x.has_subflows(),
         }
     }
 
@@ -294,6 +332,7 @@ impl Transport for Kind {
             Kind::Kernel(k) => k.read(ends, state),
             Kind::Cbr(c) => c.read(ends, state),
             Kind::Quic(q) => q.read(ends, state),
+            Kind::External(x) => x.read(ends, state),
         }
     }
 
@@ -302,6 +341,7 @@ impl Transport for Kind {
             Kind::Kernel(k) => k.finish(state),
             Kind::Cbr(c) => c.finish(state),
             Kind::Quic(q) => q.finish(state),
+            Kind::External(x) => x.finish(state),
         }
     }
 
@@ -310,6 +350,7 @@ impl Transport for Kind {
             Kind::Kernel(k) => k.counters(state),
             Kind::Cbr(c) => c.counters(state),
             Kind::Quic(q) => q.counters(state),
+            Kind::External(x) => x.counters(state),
         }
     }
 }
@@ -361,13 +402,22 @@ impl Endpoint {
     ) -> Result<Endpoint, EmuError> {
         let n = ends.client.len();
         let (kind, algorithm, congestion, sized) = match &f.kind {
+            _ if opts.is_external(f) => (
+                Kind::External(external::External),
+                "external".to_string(),
+                String::new(),
+                false,
+            ),
             FlowKind::Tcp {
                 control,
                 cfg,
                 traffic,
             } if cfg.transport == FlowTransport::Quic => {
                 let wire = quic::wire_size(cfg.mss, cfg.header);
-                let q = quic::Quic::new(&control.name, &control.config, *traffic, n, wire)
+                let (initial, changes) = plan_paths(f);
+                let deferred = (1..n).filter(|k| !initial.contains(k)).collect();
+                let paths = (deferred, changes);
+                let q = quic::Quic::new(&control.name, &control.config, *traffic, n, paths, wire)
                     .map_err(|e| EmuError::Setup(format!("flow {}: QUIC: {e}", f.name)))?;
                 let sized = matches!(traffic, Traffic::Transfer(_));
                 (Kind::Quic(q), control.name.clone(), String::new(), sized)
@@ -435,7 +485,7 @@ impl Endpoint {
     /// Inside the receiver's namespace (on a setup thread), before any sender starts: open
     /// what the receiver listens on, kept until [`Endpoint::start_receiver`].
     pub(crate) fn listen(&mut self) -> Result<(), String> {
-        self.listener = Some(self.kind.listen(&self.ends)?);
+        self.listener = self.kind.listen(&self.ends)?;
         Ok(())
     }
 
@@ -446,20 +496,27 @@ impl Endpoint {
         stop: &Arc<AtomicBool>,
     ) -> Option<JoinHandle<()>> {
         let listener = self.listener.take()?;
-        Some(
-            self.kind
-                .start_receiver(&self.ends, listener, &self.state, clock, stop),
-        )
+        self.kind
+            .start_receiver(&self.ends, listener, &self.state, clock, stop)
     }
 
-    /// Start the sending application.
-    pub(crate) fn start_sender(&self, clock: Clock, stop: &Arc<AtomicBool>) -> JoinHandle<()> {
+    /// Start the sending application, if the endpoint has one.
+    pub(crate) fn start_sender(
+        &self,
+        clock: Clock,
+        stop: &Arc<AtomicBool>,
+    ) -> Option<JoinHandle<()>> {
         self.kind.start_sender(&self.ends, &self.state, clock, stop)
     }
 
     /// Subflow `k` joins or leaves now.
     pub(crate) fn change_path(&self, lab: &Lab, k: usize, join: bool) -> Result<(), EmuError> {
         self.kind.change_path(lab, &self.ends, k, join)
+    }
+
+    /// Whether the flow's applications run outside the emulator.
+    pub(crate) fn is_external(&self) -> bool {
+        matches!(self.kind, Kind::External(_))
     }
 
     /// The first failure of either end, if any.
@@ -478,6 +535,10 @@ impl Endpoint {
         fs: &mut FlowSeries,
         ss: &mut SubflowSeries,
     ) {
+        if self.is_external() {
+            // Nothing to read: its applications are not the emulator's.
+            return;
+        }
         if let Some((w, sc)) = weights {
             self.weights.copy_from_slice(w);
             self.scores.copy_from_slice(sc);
@@ -630,16 +691,16 @@ fn spawn_receiver<F>(
     clock: Clock,
     stop: &Arc<AtomicBool>,
     body: F,
-) -> JoinHandle<()>
+) -> Option<JoinHandle<()>>
 where
     F: FnOnce(&Ends, &FlowState, &Clock, &AtomicBool) -> Result<(), String> + Send + 'static,
 {
     let (ends, state, stop) = (ends.clone(), state.clone(), stop.clone());
-    std::thread::spawn(move || {
+    Some(std::thread::spawn(move || {
         if let Err(e) = body(&ends, &state, &clock, &stop) {
             state.fail(format!("flow {}: receiver: {e}", ends.name));
         }
-    })
+    }))
 }
 
 /// A sending application on a thread of its own: the thread moves into the sender's
@@ -651,12 +712,12 @@ fn spawn_sender<F>(
     clock: Clock,
     stop: &Arc<AtomicBool>,
     body: F,
-) -> JoinHandle<()>
+) -> Option<JoinHandle<()>>
 where
     F: FnOnce(&Ends, &FlowState, &Clock, &AtomicBool) -> Result<(), String> + Send + 'static,
 {
     let (ends, state, stop) = (ends.clone(), state.clone(), stop.clone());
-    std::thread::spawn(move || {
+    Some(std::thread::spawn(move || {
         let r = ends
             .sender_ns
             .enter()
@@ -675,7 +736,7 @@ where
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(std::time::Duration::from_nanos(TICK_NS));
         }
-    })
+    }))
 }
 
 /// The sysctls every namespace gets (a constant-rate flow's too, SACK on).

@@ -113,7 +113,7 @@ impl Netns {
 }
 
 /// Whether [`NAME_NAMESPACES_VAR`] asks for named namespaces.
-fn name_namespaces() -> bool {
+pub(crate) fn names_asked() -> bool {
     std::env::var(NAME_NAMESPACES_VAR).is_ok_and(|v| v.trim() == "1")
 }
 
@@ -131,7 +131,7 @@ impl Lab {
     /// A lab for run `run_id` (short, `[0-9a-z]`); its namespaces are named under /run/netns
     /// when the environment asks for it ([`NAME_NAMESPACES_VAR`]).
     pub fn new(run_id: &str) -> Lab {
-        Lab::with_names(run_id, name_namespaces())
+        Lab::with_names(run_id, names_asked())
     }
 
     /// A lab for run `run_id` whose namespaces are also mounted under /run/netns by name
@@ -331,6 +331,56 @@ fn numbered(dir: &str) -> Vec<u32> {
         .unwrap_or_default();
     n.sort_unstable();
     n
+}
+
+/// The processes other than this one whose main thread is in one of `namespaces`, with their
+/// command names, by process id.
+pub fn processes_in(namespaces: &[&Netns]) -> Vec<(u32, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let inodes: HashSet<u64> = namespaces
+        .iter()
+        .filter_map(|ns| std::fs::metadata(ns.handle()).ok().map(|m| m.ino()))
+        .collect();
+    let me = std::process::id();
+    numbered("/proc")
+        .into_iter()
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            netns_inode(&format!("/proc/{pid}/ns/net")).is_some_and(|i| inodes.contains(&i))
+        })
+        .map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            (pid, comm.trim().to_string())
+        })
+        .collect()
+}
+
+/// Stop the processes in `namespaces` (see [`processes_in`]): SIGTERM, then SIGKILL to those
+/// still there after `grace`. Returns the processes found, by id and command name.
+pub fn stop_processes_in(namespaces: &[&Netns], grace: Duration) -> Vec<(u32, String)> {
+    let found = processes_in(namespaces);
+    let signal_all = |sig: i32, which: &[(u32, String)]| {
+        for (pid, _) in which {
+            // SAFETY: kill(2) with a process id and a signal number has no memory effects.
+            unsafe {
+                libc::kill(*pid as libc::pid_t, sig);
+            }
+        }
+    };
+    signal_all(libc::SIGTERM, &found);
+    let deadline = sys::monotonic_ns() + grace.as_nanos() as u64;
+    loop {
+        let left = processes_in(namespaces);
+        if left.is_empty() {
+            break;
+        }
+        if sys::monotonic_ns() >= deadline {
+            signal_all(libc::SIGKILL, &left);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    found
 }
 
 /// The network namespaces live process `pid` holds besides its own and the initial one, each

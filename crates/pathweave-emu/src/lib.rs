@@ -86,6 +86,10 @@ pub struct Options {
     /// `reno` and `newreno` flows, uncoupled subflows) instead of the kernel's `reno`: e.g.
     /// `cubic`, or `pwref_reno` for measuring. It must be registered when the run starts.
     pub reno_congestion: Option<String>,
+    /// Flows, by name, whose applications run outside the emulator: the run builds their
+    /// namespaces, addresses, routes and links, names the namespaces under /run/netns, says
+    /// on stderr where they are, and starts nothing in them (see `endpoint/external.rs`).
+    pub external: Vec<String>,
 }
 
 impl Default for Options {
@@ -94,7 +98,15 @@ impl Default for Options {
             seed: None,
             max_load_bps: MAX_LOAD_BPS,
             reno_congestion: None,
+            external: Vec::new(),
         }
+    }
+}
+
+impl Options {
+    /// Whether flow `f`'s applications run outside the emulator.
+    pub(crate) fn is_external(&self, f: &pathweave_sim::scenario::FlowSpec) -> bool {
+        self.external.contains(&f.name)
     }
 }
 
@@ -158,16 +170,13 @@ fn quic_refusal(f: &pathweave_sim::scenario::FlowSpec) -> Option<String> {
             f.subflows.len()
         ));
     }
-    if let Some(k) = f
-        .subflows
-        .iter()
-        .position(|s| s.start.is_some() || s.stop.is_some())
-    {
-        return Some(format!(
-            "subflow {k} joins or leaves on its own; the emulator's QUIC paths live as long as \
-             the connection (the simulator models path changes; here a path that loses its \
-             link is abandoned after its idle timeout)"
-        ));
+    let first = &f.subflows[0];
+    if first.stop.is_some() || first.start.is_some_and(|t| t > f.start) {
+        return Some(
+            "the first subflow joins or leaves on its own; a QUIC connection's first path \
+             carries its handshake and lives as long as the connection"
+                .to_string(),
+        );
     }
     let wire = endpoint::quic_wire_size(cfg.mss, cfg.header);
     if wire > MAX_MTU {
@@ -237,8 +246,21 @@ pub fn check_scenario(s: &Scenario, opts: &Options) -> Result<(), EmuError> {
             )));
         }
     }
+    for name in &opts.external {
+        if !s.flows.iter().any(|f| f.name == *name) {
+            let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+            return Err(EmuError::Refused(format!(
+                "{src}: --external {name}: no flow of that name; the flows are: {}",
+                names.join(", ")
+            )));
+        }
+    }
     for f in &s.flows {
         let name = &f.name;
+        if opts.is_external(f) {
+            // Its applications, not the scenario, decide what it sends.
+            continue;
+        }
         if is_quic(f) {
             if let Some(why) = quic_refusal(f) {
                 return Err(EmuError::Refused(format!("{src}: flow {name}: {why}")));

@@ -59,7 +59,12 @@ pub fn emulate(
     stop: &AtomicBool,
 ) -> Result<crate::Outcome, EmuError> {
     check_scenario(scenario, opts)?;
-    check_environment(scenario.flows.iter().any(is_multipath))?;
+    check_environment(
+        scenario
+            .flows
+            .iter()
+            .any(|f| is_multipath(f) && !opts.is_external(f)),
+    )?;
     let (mut bed, links) = TestBed::build(scenario, opts, stop)?;
     let running = bed.start(links)?;
     let sampled = bed.run(&running, stop);
@@ -70,6 +75,8 @@ pub fn emulate(
 /// declaration order: the endpoints (and any listener not started) before the namespaces, and
 /// the controllers last, so that they outlive every socket of the run.
 struct TestBed<'a> {
+    /// Stops what runs in external flows' namespaces, first of all.
+    externals: Externals,
     scenario: &'a Scenario,
     /// The links' random streams' seed.
     seed: u64,
@@ -131,9 +138,11 @@ impl<'a> TestBed<'a> {
             addrs.push((0..n).map(|k| client_addr(p + k)).collect::<Vec<_>>());
             p += n;
         }
+        let external: Vec<bool> = scenario.flows.iter().map(|f| opts.is_external(f)).collect();
         // Declared before the namespaces and the endpoints, so it is dropped after them.
-        let controllers = Controllers::prepare(scenario, number, &addrs)?;
-        let mut lab = Lab::new(&id);
+        let controllers = Controllers::prepare(scenario, number, &addrs, &external)?;
+        // External flows' applications find their namespaces by name.
+        let mut lab = Lab::with_names(&id, lab::names_asked() || external.contains(&true));
         let wall_start = sys::monotonic_ns();
         let mut endpoints = Vec::with_capacity(scenario.flows.len());
         for (i, (f, client)) in scenario.flows.iter().zip(addrs).enumerate() {
@@ -155,7 +164,16 @@ impl<'a> TestBed<'a> {
             };
             endpoints.push(Endpoint::new(f, ends, &controllers, opts)?);
         }
+        let externals = Externals(
+            endpoints
+                .iter()
+                .zip(&external)
+                .filter(|(_, &x)| x)
+                .map(|(e, _)| e.ends().clone())
+                .collect(),
+        );
         let mut bed = TestBed {
+            externals,
             scenario,
             seed,
             id,
@@ -305,8 +323,9 @@ impl<'a> TestBed<'a> {
             apps.extend(e.start_receiver(clock, &halt));
         }
         for e in &self.endpoints {
-            apps.push(e.start_sender(clock, &halt));
+            apps.extend(e.start_sender(clock, &halt));
         }
+        self.externals.announce(self.scenario.duration.0);
         Ok(Running {
             _halt_on_drop: halt_on_drop,
             halt,
@@ -415,6 +434,7 @@ impl<'a> TestBed<'a> {
         sampled.outcome?;
         driver_result.map_err(|e| EmuError::Failed(format!("link emulator: {e}")))?;
         let wall_s = (sys::monotonic_ns() - self.wall_start) as f64 / 1e9;
+        self.externals.stop();
         let namespaces = self.lab.names();
         let not_removed = self.lab.remove();
         if !not_removed.is_empty() {
@@ -427,6 +447,66 @@ impl<'a> TestBed<'a> {
         Ok(crate::Outcome { results, report })
     }
 }
+/// The ends of the flows whose applications run outside the emulator. Dropping it stops
+/// whatever still runs in their namespaces, on every way out of a run.
+struct Externals(Vec<Ends>);
+
+impl Externals {
+    /// Say on stderr, once the links run, where each external flow's ends are: one line in a
+    /// fixed form per flow (`pathweave: external flow NAME: sender NS ADDR[,ADDR…] receiver
+    /// NS ADDR`), then how to use it.
+    fn announce(&self, end_ns: u64) {
+        for e in &self.0 {
+            let clients: Vec<String> = e.client.iter().map(|a| dotted(*a)).collect();
+            eprintln!(
+                "pathweave: external flow {}: sender {} {} receiver {} {}",
+                e.name,
+                e.sender_ns.name(),
+                clients.join(","),
+                e.receiver_ns.name(),
+                dotted(e.server)
+            );
+        }
+        if !self.0.is_empty() {
+            eprintln!(
+                "pathweave: the links run until {:.1} s from now; start the external flows' \
+                 applications with `ip netns exec NAMESPACE …` (subflow k leaves from the k-th \
+                 sender address); whatever still runs there at the end is stopped",
+                end_ns as f64 / 1e9
+            );
+        }
+    }
+
+    /// Stop what runs in the external flows' namespaces (SIGTERM, SIGKILL after a second)
+    /// and say so on stderr.
+    fn stop(&mut self) {
+        let ends = std::mem::take(&mut self.0);
+        let namespaces: Vec<&Netns> = ends
+            .iter()
+            .flat_map(|e| [&e.sender_ns, &e.receiver_ns])
+            .collect();
+        if namespaces.is_empty() {
+            return;
+        }
+        let stopped = lab::stop_processes_in(&namespaces, std::time::Duration::from_secs(1));
+        if !stopped.is_empty() {
+            let list: Vec<String> = stopped.iter().map(|(p, c)| format!("{c} ({p})")).collect();
+            eprintln!(
+                "pathweave: stopped {} process(es) still running in the external flows' \
+                 namespaces at the end of the run: {}",
+                stopped.len(),
+                list.join(", ")
+            );
+        }
+    }
+}
+
+impl Drop for Externals {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// A sender address (path `p`, counted over all flows' subflows) in 198.18.0.0/16.
 fn client_addr(p: usize) -> [u8; 4] {
     let n = p as u32 + 1;
@@ -631,6 +711,31 @@ impl TestBed<'_> {
             let stop = spec.stop.map_or(end, |s| s.as_secs_f64().min(end));
             let window = (completion.unwrap_or(stop) - start).max(1e-9);
             let delivered = e.delivered();
+            if e.is_external() {
+                // The emulator sees the packets its data routes delivered, not the bytes
+                // the applications received.
+                let wire: u64 = (0..spec.subflows.len())
+                    .map(|k| driver.stats.route_bytes[first_route + 2 * k])
+                    .sum();
+                ft.name.push(spec.name.clone());
+                ft.group.push(spec.group.clone());
+                ft.algorithm.push(e.algorithm().to_string());
+                ft.start_s.push(0.0);
+                ft.end_s.push(end);
+                ft.delivered_bytes.push(0);
+                ft.goodput_bps.push(f64::NAN);
+                ft.throughput_bps.push(wire as f64 * 8.0 / end.max(1e-9));
+                ft.packets_sent.push(0);
+                ft.retransmits.push(0);
+                ft.timeouts.push(0);
+                ft.loss_events.push(0);
+                ft.loss_event_rate.push(f64::NAN);
+                ft.drops.push(driver.stats.flow_drops[i]);
+                ft.mean_cwnd_bytes.push(f64::NAN);
+                ft.mean_srtt_s.push(f64::NAN);
+                ft.completion_s.push(f64::NAN);
+                continue;
+            }
             for (k, (sf, acc)) in spec
                 .subflows
                 .iter()

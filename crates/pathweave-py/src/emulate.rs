@@ -83,18 +83,20 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
 /// Raises `EmulationRefused` when the scenario or the machine cannot be emulated (nothing was
 /// created) and `EmulationError` when the run failed; either way nothing is left behind.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed = None, max_load_bps = None, reno_congestion = None))]
+#[pyo3(signature = (scenario, seed = None, max_load_bps = None, reno_congestion = None, external = Vec::new()))]
 pub(crate) fn emulate<'py>(
     py: Python<'py>,
     scenario: &Bound<'py, PyScenario>,
     seed: Option<u64>,
     max_load_bps: Option<u64>,
     reno_congestion: Option<String>,
+    external: Vec<String>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let spec = scenario.get().inner.clone();
     let mut opts = Options {
         seed,
         reno_congestion,
+        external,
         ..Options::default()
     };
     if let Some(m) = max_load_bps {
@@ -136,14 +138,16 @@ pub(crate) fn emulate_leftovers(pid: Option<u32>) -> Vec<String> {
 
 /// Raise `EmulationRefused` if `scenario` cannot be emulated; touches nothing.
 #[pyfunction]
-#[pyo3(signature = (scenario, max_load_bps = None, reno_congestion = None))]
+#[pyo3(signature = (scenario, max_load_bps = None, reno_congestion = None, external = Vec::new()))]
 pub(crate) fn emulate_check(
     scenario: &Bound<'_, PyScenario>,
     max_load_bps: Option<u64>,
     reno_congestion: Option<String>,
+    external: Vec<String>,
 ) -> PyResult<()> {
     let mut opts = Options {
         reno_congestion,
+        external,
         ..Options::default()
     };
     if let Some(m) = max_load_bps {

@@ -323,6 +323,7 @@ fn send(args: &[String], stop: &AtomicBool) -> Result<Results, QuicError> {
             .map(|v| duration("--connect-timeout", v))
             .transpose()?
             .unwrap_or(Duration::from_secs(5)),
+        deferred: Vec::new(),
         seed: a
             .get("--seed")
             .map(|v| integer("--seed", v, 0, u64::MAX))

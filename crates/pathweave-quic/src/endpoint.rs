@@ -398,6 +398,9 @@ pub struct SendOptions {
     pub connect_timeout: Duration,
     /// Seed of the data pattern.
     pub seed: u64,
+    /// Paths (indices in `from`, never 0) not opened with the connection: each opens when
+    /// asked through [`SenderLive::change_path`].
+    pub deferred: Vec<usize>,
 }
 
 /// One path of a live connection as the sender sees it.
@@ -414,12 +417,15 @@ pub struct LivePath {
 /// The connection, its controller and its paths, once the handshake is done.
 type LiveConnection = (Connection, Arc<Coupled>, Vec<LivePath>);
 
-/// What a running sender shares with whoever samples it.
+/// What a running sender shares with whoever samples it or changes its paths.
 #[derive(Debug, Default)]
 pub struct SenderLive {
     /// Data bytes handed to the stream.
     pub written: AtomicU64,
     conn: Mutex<Option<LiveConnection>>,
+    /// Path changes asked for and not yet made: (index in `from`, join).
+    changes: Mutex<Vec<(usize, bool)>>,
+    changed: tokio::sync::Notify,
 }
 
 /// One path at one instant.
@@ -448,6 +454,33 @@ impl SenderLive {
                 snapshot: p.slot.and_then(|s| coupled.snapshot(s)),
             })
             .collect()
+    }
+
+    /// Ask the running sender to open path `k` (`join`) or to close it. Taken in order, once
+    /// the connection is up; a path that is already so is left alone. Path 0 carries the
+    /// connection's first packets and is not closed.
+    pub fn change_path(&self, k: usize, join: bool) {
+        self.changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((k, join));
+        self.changed.notify_one();
+    }
+
+    fn take_changes(&self) -> Vec<(usize, bool)> {
+        std::mem::take(&mut *self.changes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The id of the open path with index `k`, if any.
+    fn open_id(&self, k: usize) -> Option<PathId> {
+        let g = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let (conn, _, paths) = g.as_ref()?;
+        paths
+            .iter()
+            .rev()
+            .find(|p| p.index == k)
+            .filter(|p| conn.path(p.id).is_some())
+            .map(|p| p.id)
     }
 
     fn add_path(&self, p: LivePath) {
@@ -498,6 +531,16 @@ pub fn send(
         return Err(QuicError::Usage(format!(
             "--from {a}: not the address family of --to {}",
             opts.to
+        )));
+    }
+    if let Some(k) = opts
+        .deferred
+        .iter()
+        .find(|&&k| k == 0 || k >= opts.from.len())
+    {
+        return Err(QuicError::Usage(format!(
+            "deferred path {k}: allowed 1 to {} (path 0 opens the connection)",
+            opts.from.len().saturating_sub(1)
         )));
     }
     if opts.from.len() as u32 > opts.settings.max_paths {
@@ -569,12 +612,16 @@ async fn send_async(
                 slot: slot0,
             }],
         ));
-        for k in 1..sockets.len() {
+        for k in (1..sockets.len()).filter(|k| !opts.deferred.contains(k)) {
             let id = open_path(&conn, &sockets, k, opts, stop).await?;
             let slot = conn.congestion_state(id).and_then(Coupled::slot_of);
             live.add_path(LivePath { index: k, id, slot });
         }
-        let r = transfer_on(&conn, opts, live, stop).await;
+        // Path changes run beside the transfer; the first that fails ends it.
+        let r = tokio::select! {
+            r = transfer_on(&conn, opts, live, stop) => r,
+            Err(e) = change_paths(&conn, &sockets, opts, live, stop) => Err(e),
+        };
         let paths = live.sample();
         conn.close(VarInt::from_u32(0), b"done");
         r.map(
@@ -669,6 +716,43 @@ async fn open_path(
             }
             Err(e) => return Err(QuicError::Connection(format!("path {k} from {from}: {e}"))),
         }
+    }
+}
+
+/// Makes the path changes asked through [`SenderLive::change_path`] as they come; returns
+/// only with the first that fails (or when `stop` is set).
+async fn change_paths(
+    conn: &Connection,
+    sockets: &PathSockets,
+    opts: &SendOptions,
+    live: &SenderLive,
+    stop: &AtomicBool,
+) -> Result<(), QuicError> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(QuicError::Stopped);
+        }
+        for (k, join) in live.take_changes() {
+            if k == 0 || k >= sockets.len() {
+                continue;
+            }
+            match (join, live.open_id(k)) {
+                (true, None) => {
+                    let id = open_path(conn, sockets, k, opts, stop).await?;
+                    let slot = conn.congestion_state(id).and_then(Coupled::slot_of);
+                    live.add_path(LivePath { index: k, id, slot });
+                }
+                (false, Some(id)) => {
+                    if let Some(path) = conn.path(id) {
+                        // Closing waits for the peer; the path leaves the controller when
+                        // quinn drops its state. An error means it is closing already.
+                        let _ = path.close();
+                    }
+                }
+                _ => {}
+            }
+        }
+        let _ = tokio::time::timeout(TICK, live.changed.notified()).await;
     }
 }
 

@@ -75,6 +75,7 @@ fn options(r: &Running, from: &[&str], a: Algorithm, amount: Amount) -> SendOpti
         settings: Settings::default(),
         connect_timeout: Duration::from_secs(5),
         seed: 7,
+        deferred: Vec::new(),
     }
 }
 
@@ -148,6 +149,7 @@ fn a_silent_peer_times_out_at_the_stated_limit() {
         settings: Settings::default(),
         connect_timeout: Duration::from_millis(800),
         seed: 1,
+        deferred: Vec::new(),
     };
     opts.settings.path_idle_timeout = Duration::from_secs(1);
     let t0 = Instant::now();
@@ -203,4 +205,49 @@ fn every_multipath_algorithm_and_single_path_base_runs_a_transfer() {
         assert!(report.intact(), "{name}: {report:?}");
         assert_eq!(report.paths.len(), 2, "{name}");
     }
+}
+
+#[test]
+fn a_deferred_path_joins_when_asked_carries_data_and_leaves_when_asked() {
+    let r = receiver();
+    let mut opts = options(
+        &r,
+        &["127.0.0.1", "127.0.0.2"],
+        Algorithm::Lia,
+        Amount::Duration(Duration::from_millis(2500)),
+    );
+    opts.deferred = vec![1];
+    let live = Arc::new(SenderLive::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = {
+        let (live, stop) = (Arc::clone(&live), Arc::clone(&stop));
+        std::thread::spawn(move || pathweave_quic::endpoint::send(&opts, &live, &stop))
+    };
+    let open_paths = |live: &SenderLive| -> Vec<usize> {
+        live.sample()
+            .iter()
+            .filter(|p| p.snapshot.is_some_and(|s| s.open))
+            .map(|p| p.path.index)
+            .collect()
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    let before = open_paths(&live);
+    live.change_path(1, true);
+    std::thread::sleep(Duration::from_millis(700));
+    let joined = open_paths(&live);
+    let acked_on_1 = live
+        .sample()
+        .iter()
+        .filter(|p| p.path.index == 1)
+        .filter_map(|p| p.snapshot.map(|s| s.acked_bytes))
+        .max();
+    live.change_path(1, false);
+    std::thread::sleep(Duration::from_millis(1200));
+    let after = open_paths(&live);
+    let report = sender.join().unwrap().unwrap();
+    assert_eq!(before, vec![0], "only path 0 until path 1 is asked for");
+    assert_eq!(joined, vec![0, 1], "path 1 open once asked for");
+    assert!(acked_on_1.is_some_and(|a| a > 0), "{acked_on_1:?}");
+    assert_eq!(after, vec![0], "path 1 closed once asked to leave");
+    assert!(report.intact(), "{report:?}");
 }

@@ -61,10 +61,10 @@ impl Transport for Cbr {
         }
     }
 
-    fn listen(&self, ends: &Ends) -> Result<OwnedFd, String> {
+    fn listen(&self, ends: &Ends) -> Result<Option<OwnedFd>, String> {
         let fd = sys::udp_socket().map_err(|e| io_err("socket", e))?;
         sys::bind(fd.as_raw_fd(), ends.server, UDP_PORT).map_err(|e| io_err("bind", e))?;
-        Ok(fd)
+        Ok(Some(fd))
     }
 
     fn start_receiver(
@@ -74,7 +74,7 @@ impl Transport for Cbr {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         let (size, datagrams) = (self.size, self.datagrams.clone());
         spawn_receiver(ends, state, clock, stop, move |_, state, _, stop| {
             receive(listener, state, &datagrams, stop, size)
@@ -87,7 +87,7 @@ impl Transport for Cbr {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         let (interval_ns, size, datagrams) = (self.interval_ns, self.size, self.datagrams.clone());
         spawn_sender(ends, state, clock, stop, move |ends, _, clock, stop| {
             send(ends, &datagrams, clock, stop, interval_ns, size)

@@ -87,27 +87,11 @@ impl Kernel {
         mptcp: bool,
         congestion: String,
     ) -> Kernel {
-        let mut initial_endpoints = Vec::new();
-        let mut changes = Vec::new();
-        if mptcp {
-            for (k, sf) in f.subflows.iter().enumerate().skip(1) {
-                match sf.start {
-                    Some(t) if t > f.start => changes.push(PathChange {
-                        at: t.0,
-                        k,
-                        join: true,
-                    }),
-                    _ => initial_endpoints.push(k),
-                }
-                if let Some(t) = sf.stop {
-                    changes.push(PathChange {
-                        at: t.0,
-                        k,
-                        join: false,
-                    });
-                }
-            }
-        }
+        let (initial_endpoints, changes) = if mptcp {
+            super::plan_paths(f)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Kernel {
             app: App {
                 mptcp,
@@ -218,7 +202,7 @@ impl Transport for Kernel {
         self.changes.clone()
     }
 
-    fn listen(&self, ends: &Ends) -> Result<OwnedFd, String> {
+    fn listen(&self, ends: &Ends) -> Result<Option<OwnedFd>, String> {
         let fd = sys::stream_socket(self.app.mptcp).map_err(|e| io_err("socket", e))?;
         if let Some(b) = self.app.receive_buffer {
             // Accepted sockets inherit it. Linux doubles the value for its own overhead
@@ -230,7 +214,7 @@ impl Transport for Kernel {
         }
         sys::bind(fd.as_raw_fd(), ends.server, TCP_PORT).map_err(|e| io_err("bind", e))?;
         sys::listen(fd.as_raw_fd(), 8).map_err(|e| io_err("listen", e))?;
-        Ok(fd)
+        Ok(Some(fd))
     }
 
     fn start_receiver(
@@ -240,7 +224,7 @@ impl Transport for Kernel {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         let traffic = self.app.traffic;
         spawn_receiver(ends, state, clock, stop, move |ends, state, clock, stop| {
             receive(ends, listener, state, clock, stop, traffic)
@@ -253,7 +237,7 @@ impl Transport for Kernel {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         let (app, socket) = (self.app.clone(), self.socket.clone());
         spawn_sender(ends, state, clock, stop, move |ends, state, clock, stop| {
             send(ends, &app, &socket, state, clock, stop)

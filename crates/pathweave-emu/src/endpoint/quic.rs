@@ -13,11 +13,13 @@
 
 use super::{
     io_err, namespace_sysctls, spawn_receiver, spawn_sender, Ends, FlowCounters, FlowState,
-    NamespaceNeeds, SubflowReading, Transport,
+    NamespaceNeeds, PathChange, SubflowReading, Transport,
 };
-use crate::Clock;
+use crate::lab::Lab;
+use crate::{Clock, EmuError};
 use pathweave_quic::cert::Identity;
 use pathweave_quic::endpoint::{Receiver, ReceiverLive, SenderLive};
+use pathweave_quic::PathId;
 use pathweave_quic::{Amount, QuicError, ReceiveOptions, SendOptions, Settings};
 use pathweave_sim::scenario::Control;
 use pathweave_sim::tcp::Traffic;
@@ -49,18 +51,28 @@ pub(crate) struct Quic {
     fingerprint: String,
     sender: Arc<SenderLive>,
     receiver: Arc<ReceiverLive>,
-    /// The last reading of each path (kept once a path is gone).
+    /// Paths that open after the connection (`deferred`), and every path change.
+    deferred: Vec<usize>,
+    changes: Vec<PathChange>,
+    /// The last reading of each path (kept once a path is gone), its counters summed over
+    /// the path's openings.
     last: Vec<SubflowReading>,
+    /// Per path: the quinn path that last carried it, and the counters of its earlier
+    /// openings (a path that leaves and joins again is a new quinn path, counting from 0).
+    current: Vec<Option<PathId>>,
+    earlier: Vec<SubflowReading>,
 }
 
 impl Quic {
-    /// The flow's QUIC endpoints: `n` paths, the controller `control` (scenario name
-    /// `algorithm`), full packets of `wire` bytes on the wire.
+    /// The flow's QUIC endpoints: `n` paths, of which `deferred` open later, with path
+    /// `changes`; the controller `control` (scenario name `algorithm`), full packets of `wire`
+    /// bytes on the wire.
     pub(crate) fn new(
         algorithm: &str,
         control: &Control,
         traffic: Traffic,
         n: usize,
+        (deferred, changes): (Vec<usize>, Vec<PathChange>),
         wire: u32,
     ) -> Result<Quic, String> {
         let identity = Identity::generate().map_err(|e| e.to_string())?;
@@ -78,8 +90,35 @@ impl Quic {
             identity: Mutex::new(Some(identity)),
             sender: Arc::new(SenderLive::default()),
             receiver: Arc::new(ReceiverLive::default()),
+            deferred,
+            changes,
             last: vec![SubflowReading::default(); n],
+            current: vec![None; n],
+            earlier: vec![SubflowReading::default(); n],
         })
+    }
+
+    /// Path `k`'s counters as quinn's path `id` has them now (`acked`, `sent`, `lost`,
+    /// `persistent`, `congestion`), plus those of the path's earlier openings.
+    fn counters_of(
+        &mut self,
+        k: usize,
+        id: PathId,
+        (acked, sent, lost, persistent, congestion): (u64, u64, u64, u64, u64),
+    ) -> SubflowReading {
+        if self.current[k].is_some_and(|c| c != id) {
+            self.earlier[k] = self.last[k];
+        }
+        self.current[k] = Some(id);
+        let e = self.earlier[k];
+        SubflowReading {
+            acked_bytes: e.acked_bytes + acked,
+            packets_sent: e.packets_sent + sent,
+            retransmits: e.retransmits + lost,
+            timeouts: e.timeouts + persistent,
+            loss_events: e.loss_events + congestion + persistent,
+            ..self.last[k]
+        }
     }
 
     fn wire(&self) -> u32 {
@@ -117,10 +156,19 @@ impl Transport for Quic {
         }
     }
 
-    fn listen(&self, ends: &Ends) -> Result<OwnedFd, String> {
+    fn path_changes(&self) -> Vec<PathChange> {
+        self.changes.clone()
+    }
+
+    fn change_path(&self, _lab: &Lab, _ends: &Ends, k: usize, join: bool) -> Result<(), EmuError> {
+        self.sender.change_path(k, join);
+        Ok(())
+    }
+
+    fn listen(&self, ends: &Ends) -> Result<Option<OwnedFd>, String> {
         let s = UdpSocket::bind(SocketAddr::new(IpAddr::V4(v4(ends.server)), QUIC_PORT))
             .map_err(|e| io_err("bind", e))?;
-        Ok(OwnedFd::from(s))
+        Ok(Some(OwnedFd::from(s)))
     }
 
     fn start_receiver(
@@ -130,7 +178,7 @@ impl Transport for Quic {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         let identity = self.identity.lock().ok().and_then(|mut g| g.take());
         let settings = self.settings.clone();
         let live = Arc::clone(&self.receiver);
@@ -169,7 +217,7 @@ impl Transport for Quic {
         state: &Arc<FlowState>,
         clock: Clock,
         stop: &Arc<AtomicBool>,
-    ) -> JoinHandle<()> {
+    ) -> Option<JoinHandle<()>> {
         let amount = match self.traffic {
             Traffic::Transfer(n) => Amount::Bytes(n),
             // Until the flow's stop or the run's end (the stop flag ends the transfer).
@@ -190,6 +238,7 @@ impl Transport for Quic {
             settings: self.settings.clone(),
             connect_timeout: std::time::Duration::from_secs(10),
             seed: ends.seed,
+            deferred: self.deferred.clone(),
         };
         let live = Arc::clone(&self.sender);
         spawn_sender(ends, state, clock, stop, move |_, state, _, stop| {
@@ -221,23 +270,26 @@ impl Transport for Quic {
         self.sync_delivered(state);
         let mut out = Vec::new();
         for p in self.sender.sample() {
-            let (Some(s), Some(k)) = (p.snapshot, Some(p.path.index)) else {
+            let (Some(s), k) = (p.snapshot, p.path.index) else {
                 continue;
             };
             if !s.open || k >= self.last.len() {
                 continue;
             }
             let st = p.stats.unwrap_or_default();
+            let counted = (
+                s.acked_bytes,
+                st.udp_tx.datagrams,
+                st.lost_packets,
+                s.persistent_congestion,
+                s.congestion_events,
+            );
             let r = SubflowReading {
                 cwnd_bytes: s.cwnd as f64,
                 ssthresh_bytes: s.ssthresh.map_or(f64::NAN, |x| x as f64),
                 srtt_s: s.srtt.unwrap_or(f64::NAN),
-                acked_bytes: s.acked_bytes,
-                packets_sent: st.udp_tx.datagrams,
-                retransmits: st.lost_packets,
-                timeouts: s.persistent_congestion,
-                loss_events: s.congestion_events + s.persistent_congestion,
                 metrics: Some(s.metrics),
+                ..self.counters_of(k, p.path.id, counted)
             };
             self.last[k] = r;
             out.push((k, r));
@@ -250,13 +302,16 @@ impl Transport for Quic {
         for p in self.sender.sample() {
             let k = p.path.index;
             if let (Some(s), Some(st)) = (p.snapshot, p.stats) {
-                if k < self.last.len() {
-                    let r = &mut self.last[k];
-                    r.acked_bytes = s.acked_bytes;
-                    r.packets_sent = st.udp_tx.datagrams;
-                    r.retransmits = st.lost_packets;
-                    r.timeouts = s.persistent_congestion;
-                    r.loss_events = s.congestion_events + s.persistent_congestion;
+                // Only the path's latest opening: the earlier ones are in `earlier`.
+                if k < self.last.len() && self.current[k].is_none_or(|c| c == p.path.id) {
+                    let counted = (
+                        s.acked_bytes,
+                        st.udp_tx.datagrams,
+                        st.lost_packets,
+                        s.persistent_congestion,
+                        s.congestion_events,
+                    );
+                    self.last[k] = self.counters_of(k, p.path.id, counted);
                 }
             }
         }
