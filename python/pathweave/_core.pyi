@@ -147,6 +147,9 @@ class Scenario:
         """The most time-series rows one sample adds (what ``[series]`` records)."""
     @property
     def source(self) -> str: ...
+    @property
+    def trace_files(self) -> list[str]:
+        """The trace files its links replay, as resolved when read, sorted, each once."""
 
 def load_scenario(path: str | os.PathLike[str], max_bytes: int | None = None) -> Scenario:
     """Read and validate a scenario file of at most ``max_bytes`` (default 4 MiB); raises
@@ -156,8 +159,11 @@ def read_scenario_text(path: str | os.PathLike[str], max_bytes: int | None = Non
     """The text of a scenario file: a regular file of at most ``max_bytes`` (default 4 MiB)
     of UTF-8, checked before it is read. Raises ScenarioError naming the file otherwise."""
 
-def parse_scenario(text: str, label: str = "<string>") -> Scenario:
-    """Validate scenario text; ``label`` names it in error messages. Raises ScenarioError."""
+def parse_scenario(
+    text: str, label: str = "<string>", base_dir: str | os.PathLike[str] | None = None
+) -> Scenario:
+    """Validate scenario text; ``label`` names it in error messages; relative trace paths are
+    resolved against ``base_dir`` (default: the current directory). Raises ScenarioError."""
 
 def toml_loads(text: str, label: str = "<string>") -> dict[str, Any]:
     """TOML text as dicts, lists, str, int, float and bool, read by the simulator's own

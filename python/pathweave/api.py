@@ -114,9 +114,34 @@ def read_scenario_text(path: str | os.PathLike[str]) -> str:
     return _core.read_scenario_text(path, max_scenario_bytes())
 
 
-def parse(text: str, label: str = "<string>") -> Scenario:
-    """Validate scenario text; ``label`` names it in error messages. Raises ``ScenarioError``."""
-    return _core.parse_scenario(text, label)
+def parse(
+    text: str, label: str = "<string>", base_dir: str | os.PathLike[str] | None = None
+) -> Scenario:
+    """Validate scenario text; ``label`` names it in error messages. Relative trace paths
+    (``rate = { trace = "FILE" }``) are resolved against ``base_dir``, by default the current
+    directory. Raises ``ScenarioError``."""
+    return _core.parse_scenario(text, label, base_dir)
+
+
+TRACE_KEYS = ("trace", "reverse_trace")
+"""The keys of a link's ``rate`` table that name trace files."""
+
+
+def absolute_trace_paths(doc: dict[str, Any], base_dir: str | os.PathLike[str]) -> None:
+    """Make the relative trace paths of a scenario document (``link[*].rate.trace`` and
+    ``reverse_trace``) absolute against ``base_dir``, in place, so that the text written from
+    the document names the same files from any directory (sweep points, compared variants)."""
+    links = doc.get("link")
+    if not isinstance(links, list):
+        return
+    for link in links:
+        rate = link.get("rate") if isinstance(link, dict) else None
+        if not isinstance(rate, dict):
+            continue
+        for key in TRACE_KEYS:
+            name = rate.get(key)
+            if isinstance(name, str) and name and not os.path.isabs(name):
+                rate[key] = os.path.join(os.path.abspath(base_dir), name)
 
 
 @dataclass(frozen=True)

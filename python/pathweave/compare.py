@@ -24,7 +24,15 @@ from rich.table import Table
 
 from pathweave import _core
 from pathweave._core import Scenario
-from pathweave.api import Result, _atomic_directory, load, parse, read_scenario_text, run
+from pathweave.api import (
+    Result,
+    _atomic_directory,
+    absolute_trace_paths,
+    load,
+    parse,
+    read_scenario_text,
+    run,
+)
 
 __all__ = [
     "Comparison",
@@ -111,6 +119,7 @@ def variants(
     path = Path(scenario)
     load(path)  # the scenario as written must be valid too; reports an unreadable file
     doc = _core.toml_loads(read_scenario_text(path), str(path))
+    absolute_trace_paths(doc, path.parent)  # trace files are named relative to the scenario
     # The label names the variant, so an error says which algorithm it came with.
     return {
         alg: parse(

@@ -80,6 +80,21 @@ impl PyScenario {
         self.inner.series.rows_per_sample(&self.inner.flows)
     }
 
+    /// The trace files its links replay (`rate = { trace = ... }`), as resolved when read,
+    /// sorted, each once.
+    #[getter]
+    fn trace_files(&self) -> Vec<String> {
+        let files: std::collections::BTreeSet<String> = self
+            .inner
+            .links
+            .iter()
+            .flat_map(|l| [&l.forward.trace, &l.reverse.trace])
+            .flatten()
+            .map(|t| t.path().to_string())
+            .collect();
+        files.into_iter().collect()
+    }
+
     /// Where the scenario came from: the file path, or the label given to `parse_scenario`.
     #[getter]
     fn source(&self) -> &str {
@@ -141,13 +156,23 @@ pub(crate) fn read_scenario_text(
 /// Validate scenario text; `label` stands for the file name in error messages.
 ///
 /// An unnamed scenario takes the stem of `label` as its name, or "unnamed" when the label is
-/// not a file name (such as the default "<string>").
+/// not a file name (such as the default "<string>"). Relative trace paths are resolved
+/// against `base_dir`, by default the current directory.
 #[pyfunction]
-#[pyo3(signature = (text, label = "<string>"))]
-pub(crate) fn parse_scenario(py: Python<'_>, text: &str, label: &str) -> PyResult<PyScenario> {
+#[pyo3(signature = (text, label = "<string>", base_dir = None))]
+pub(crate) fn parse_scenario(
+    py: Python<'_>,
+    text: &str,
+    label: &str,
+    base_dir: Option<PathBuf>,
+) -> PyResult<PyScenario> {
     let default_name = match Path::new(label).file_stem() {
         Some(stem) if !label.starts_with('<') => stem.to_string_lossy().into_owned(),
         _ => "unnamed".to_string(),
     };
-    finish(py, guard(|| Scenario::parse(text, label, &default_name)))
+    let dir = base_dir.unwrap_or_default();
+    finish(
+        py,
+        guard(|| Scenario::parse_in(text, label, &default_name, &dir)),
+    )
 }

@@ -19,12 +19,24 @@
 //! second entry in the cold part (a direction mostly carries one packet size, sometimes
 //! two), so the 128-bit division of [`Bandwidth::transmission_time`] runs only when a new
 //! size or rate appears.
+//!
+//! A link direction may instead take its capacity from a trace of delivery opportunities in
+//! Mahimahi's format ([`trace`]). Its schedule is fixed at acceptance too, from the trace's
+//! cursor, which lives in the cold part: such a link never fills the serialisation cache, so
+//! every packet takes the cold path that also plans for a link that is down, and a link at a
+//! constant rate pays nothing for the possibility.
 
 use crate::event::{ComponentId, Scheduler, Timer};
 use crate::prefetch::prefetch;
 use crate::red::{Red, RedParams, Verdict};
 use crate::rng::LazyStream;
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
+use std::sync::Arc;
+
+pub mod trace;
+
+use trace::TraceSchedule;
+pub use trace::{Trace, MAX_TRACE_BYTES, MAX_TRACE_LINES, OPPORTUNITY_BYTES};
 
 /// A drop-tail buffer limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,8 +102,11 @@ impl LossModel {
 /// Everything needed to build one link direction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkDirSpec {
-    /// Transmission rate.
+    /// Transmission rate; with a trace, the trace's mean rate (what RED's automatic
+    /// parameters, the link table's utilisation and the handshake's round trip use).
     pub rate: Bandwidth,
+    /// Delivery opportunities from a Mahimahi trace instead of a constant rate.
+    pub trace: Option<Arc<Trace>>,
     /// Propagation delay.
     pub delay: Duration,
     /// Queueing discipline.
@@ -464,6 +479,8 @@ struct Cold {
     down_planned: bool,
     /// The serialisation cache's second entry: the size seen before the one in the record.
     tx2: TxCache,
+    /// The schedule of a link whose capacity comes from a trace.
+    trace: Option<Box<TraceSchedule>>,
 }
 
 /// One direction of a link.
@@ -540,6 +557,10 @@ impl LinkDir {
                 channel_bad: false,
                 rng,
                 tx2: TxCache::EMPTY,
+                trace: spec
+                    .trace
+                    .as_ref()
+                    .map(|t| Box::new(TraceSchedule::new(Arc::clone(t)))),
             }),
         }
     }
@@ -621,9 +642,14 @@ impl LinkDir {
         self.ring.iter().map(|s| (s.word, s.hop))
     }
 
-    /// The current rate.
+    /// The current rate (a trace link's mean rate).
     pub fn rate(&self) -> Bandwidth {
         self.cold.rate
+    }
+
+    /// The trace a trace link replays.
+    pub fn trace(&self) -> Option<&Arc<Trace>> {
+        self.cold.trace.as_deref().map(TraceSchedule::trace)
     }
 
     /// Offer a packet of `size` bytes (below 2³¹) at `now`; `word` and `hop` are handed back
@@ -689,7 +715,7 @@ impl LinkDir {
             false => Instant::ZERO,
             true => self.ring.back().map_or(Instant::ZERO, |s| s.arrive),
         };
-        let (start, end, arrive) = self.plan(size, now.max(self.busy_until), prev);
+        let (start, end, arrive) = self.plan(size, now.max(self.busy_until), now, prev);
         if self.up {
             self.busy_until = end;
         }
@@ -759,6 +785,10 @@ impl LinkDir {
     #[inline(never)]
     fn tx_miss(&mut self, size: u32) -> u64 {
         let c = &mut *self.cold;
+        if c.trace.is_some() {
+            // Planned from the trace, never from a serialisation time (see `plan_cold`).
+            return u64::MAX;
+        }
         let ns = if size == c.tx2.size {
             c.tx2.ns as u64
         } else {
@@ -781,22 +811,43 @@ impl LinkDir {
         self.cold.tx2 = TxCache::EMPTY;
     }
 
-    /// Transmission start, end and arrival at the next hop for a packet that may start at
-    /// `free`; arrivals never overtake the packet ahead (`prev_arrive`).
+    /// Transmission start, end and arrival at the next hop for a packet queued at `queued`
+    /// that may start at `free`; arrivals never overtake the packet ahead (`prev_arrive`).
     #[inline]
     fn plan(
         &mut self,
         size: u32,
         free: Instant,
+        queued: Instant,
         prev_arrive: Instant,
     ) -> (Instant, Instant, Instant) {
-        // A link that is down has no serialisation time either (see `TxCache`).
+        // A link that is down, or planned from a trace, has no serialisation time either
+        // (see `TxCache` and `tx_miss`).
         let tx = self.tx_time(size);
         if tx != u64::MAX {
             let end = free + Duration(tx);
             (free, end, (end + self.delay).max(prev_arrive))
         } else {
-            (Instant::MAX, Instant::MAX, Instant::MAX)
+            self.plan_cold(size, queued, prev_arrive)
+        }
+    }
+
+    /// [`LinkDir::plan`] for a link that is down (nothing starts) or a trace link (the
+    /// trace's next opportunities after `queued` carry the packet).
+    #[cold]
+    #[inline(never)]
+    fn plan_cold(
+        &mut self,
+        size: u32,
+        queued: Instant,
+        prev_arrive: Instant,
+    ) -> (Instant, Instant, Instant) {
+        match &mut self.cold.trace {
+            Some(trace) if self.up => {
+                let (start, end) = trace.plan(size, queued);
+                (start, end, (end + self.delay).max(prev_arrive))
+            }
+            _ => (Instant::MAX, Instant::MAX, Instant::MAX),
         }
     }
 
@@ -827,6 +878,9 @@ impl LinkDir {
 
     /// Re-plan every packet that has not started transmitting, from `now`.
     fn replan(&mut self, now: Instant, sched: &mut Scheduler) {
+        if self.cold.trace.is_some() {
+            return self.replan_trace(now, sched);
+        }
         self.advance(now);
         let last_end = self.last_started_end();
         self.cold.held_end = last_end.unwrap_or(Instant::ZERO);
@@ -836,7 +890,7 @@ impl LinkDir {
         let mut prev = last_started.map_or(Instant::ZERO, |s| s.arrive);
         for i in started..self.ring.len() {
             let size = self.ring.at(i).bytes();
-            let (start, end, arrive) = self.plan(size, free, prev);
+            let (start, end, arrive) = self.plan(size, free, now, prev);
             let s = self.ring.at_mut(i);
             s.start = start;
             s.arrive = arrive;
@@ -848,8 +902,47 @@ impl LinkDir {
         self.rearm(sched);
     }
 
-    /// Change the rate from `now` on.
+    /// [`LinkDir::replan`] for a trace link: the trace rewinds to where it was after the last
+    /// packet that has started, and the packets behind it are planned again as if queued at
+    /// `now` (the opportunities of an outage are lost). A packet that has started finishes
+    /// as planned, in all the opportunities it was given.
+    #[cold]
+    fn replan_trace(&mut self, now: Instant, sched: &mut Scheduler) {
+        self.advance(now);
+        if let Some(t) = &mut self.cold.trace {
+            t.rewind(now);
+        }
+        let started = self.started as usize;
+        let mut prev = started
+            .checked_sub(1)
+            .and_then(|k| self.ring.get(k))
+            .map_or(Instant::ZERO, |s| s.arrive);
+        // The horizon is the end of the last packet planned, as for a FIFO link (and `now`
+        // while the link is down).
+        let mut busy = if self.up { self.busy_until } else { now };
+        for i in started..self.ring.len() {
+            let size = self.ring.at(i).bytes();
+            let (start, end, arrive) = self.plan_cold(size, now, prev);
+            let s = self.ring.at_mut(i);
+            s.start = start;
+            s.arrive = arrive;
+            prev = arrive;
+            if end != Instant::MAX {
+                busy = end;
+            }
+        }
+        self.busy_until = busy;
+        self.cold.down_planned = !self.up;
+        self.rearm(sched);
+    }
+
+    /// Change the rate from `now` on. A trace link keeps its trace: a scenario may not change
+    /// its rate (the reader refuses it).
     pub fn set_rate(&mut self, rate: Bandwidth, now: Instant, sched: &mut Scheduler) {
+        if self.cold.trace.is_some() {
+            debug_assert!(false, "a rate change on a trace link");
+            return;
+        }
         self.cold.rate = rate;
         self.clear_tx();
         if let Some(r) = &mut self.cold.red {
@@ -967,6 +1060,7 @@ mod tests {
     fn link_holding(limit: u32) -> (LinkDir, Scheduler) {
         let spec = LinkDirSpec {
             rate: Bandwidth::from_bps(8_000_000),
+            trace: None,
             delay: Duration(10 * MS),
             queue: QueueSpec::DropTail(Limit::Packets(limit)),
             loss: LossModel::None,
@@ -1057,6 +1151,57 @@ mod tests {
         arrives_at(&mut l, 0, 11 * MS);
         arrives_at(&mut l, 1, 13 * MS);
     }
+    /// A link direction replaying a trace of one opportunity per millisecond, 10 ms of
+    /// delay, room for 100 packets.
+    fn trace_link() -> (LinkDir, Scheduler) {
+        trace_link_holding(100, b"1\n")
+    }
+
+    /// A link direction replaying the trace `text`, 10 ms of delay, room for `limit` packets.
+    fn trace_link_holding(limit: u32, text: &[u8]) -> (LinkDir, Scheduler) {
+        let trace = Trace::parse(text, "t").unwrap();
+        let spec = LinkDirSpec {
+            rate: trace.mean_rate(),
+            trace: Some(Arc::new(trace)),
+            delay: Duration(10 * MS),
+            queue: QueueSpec::DropTail(Limit::Packets(limit)),
+            loss: LossModel::None,
+        };
+        let id = ComponentId::new(Kind::Link, 0);
+        let l = LinkDir::new(&spec, id, LazyStream::new(1, Purpose::Link, 0));
+        (l, Scheduler::new())
+    }
+
+    /// A trace link's packets leave at its opportunities (1, 2, 3 ms); a packet waits, and
+    /// counts in the queue, until the opportunity that starts it. An outage loses the
+    /// opportunities it covers: the packets behind the one that has started go at the
+    /// first ones after the link is back. A delay change keeps the transmission schedule.
+    #[test]
+    fn a_trace_link_replans_from_its_trace_after_an_outage() {
+        let (mut l, mut s) = trace_link();
+        for k in 0..3 {
+            l.offer(k, 1504, 0, Instant(0), &mut s);
+        }
+        assert_eq!(l.queue_len(Instant(MS / 2)).0, 3);
+        assert_eq!(l.queue_len(Instant(MS)).0, 2);
+        l.set_up(false, Instant(MS * 3 / 2), &mut s);
+        l.set_up(true, Instant(MS * 42 / 10), &mut s);
+        arrives_at(&mut l, 0, 11 * MS);
+        arrives_at(&mut l, 1, 15 * MS);
+        arrives_at(&mut l, 2, 16 * MS);
+
+        let (mut l, mut s) = trace_link();
+        for k in 0..3 {
+            l.offer(k, 1504, 0, Instant(0), &mut s);
+        }
+        l.set_delay(Duration(20 * MS), Instant(MS / 2), &mut s);
+        // Offered during the outage-free run after the change: the next opportunity, 4 ms.
+        l.offer(3, 1504, 0, Instant(MS * 3 / 2), &mut s);
+        for (k, t) in [(0, 21), (1, 22), (2, 23), (3, 24)] {
+            arrives_at(&mut l, k, t * MS);
+        }
+    }
+
     /// The acceptance counters keep counting past 2^32 packets and bytes: their lower halves
     /// sit in the record, and each wrap is carried into the drop counters' line.
     #[test]
@@ -1081,7 +1226,8 @@ mod tests {
     /// The ring, with its front inline, is a FIFO of the accepted packets whose planned
     /// arrivals never decrease, after any sequence of offers, arrivals, rate and delay
     /// changes and outages; the packet counters balance (accepted = delivered + lost +
-    /// held).
+    /// held). The same holds for a trace link (which takes no rate changes), whose packets
+    /// moreover leave only at whole milliseconds, the trace's opportunities.
     #[test]
     fn the_ring_is_a_fifo_and_arrivals_keep_its_order() {
         use proptest::prelude::*;
@@ -1102,8 +1248,11 @@ mod tests {
             1 => any::<bool>().prop_map(Op::Up),
         ];
         let steps = prop::collection::vec((op, 0u64..3 * MS), 1..200);
-        proptest!(ProptestConfig::with_cases(300), |(steps in steps)| {
-            let (mut l, mut s) = link_holding(20);
+        proptest!(ProptestConfig::with_cases(300), |(traced in any::<bool>(), steps in steps)| {
+            let (mut l, mut s) = match traced {
+                false => link_holding(20),
+                true => trace_link_holding(20, b"1\n1\n3\n4\n4\n4\n9\n"),
+            };
             let mut held: VecDeque<(u32, u32, u32)> = VecDeque::new();
             let mut now = 0;
             for (k, (op, dt)) in steps.into_iter().enumerate() {
@@ -1123,6 +1272,7 @@ mod tests {
                         }
                         l.rearm(&mut s);
                     }
+                    Op::Rate(_) if traced => {}
                     Op::Rate(bps) => l.set_rate(Bandwidth::from_bps(bps), t, &mut s),
                     Op::Delay(d) => l.set_delay(Duration(d), t, &mut s),
                     Op::Up(up) => l.set_up(up, t, &mut s),
@@ -1132,6 +1282,12 @@ mod tests {
                 prop_assert_eq!(ring, Vec::from(held.clone()));
                 let arrivals: Vec<Instant> = l.ring.iter().map(|s| s.arrive).collect();
                 prop_assert!(arrivals.windows(2).all(|w| w[0] <= w[1]), "{:?}", arrivals);
+                if traced {
+                    let starts = l.ring.iter().map(|s| s.start).filter(|&s| s != Instant::MAX);
+                    for start in starts {
+                        prop_assert_eq!(start.0 % MS, 0, "a start off the trace's milliseconds");
+                    }
+                }
                 let waiting = l.ring.iter().filter(|s| s.start > t).count();
                 prop_assert_eq!(l.queue_len(t).0 as usize, waiting);
                 let st = l.stats();

@@ -383,6 +383,7 @@ mod tests {
             .map(|i| {
                 let spec = LinkDirSpec {
                     rate: Bandwidth::from_bps(8_000_000),
+                    trace: None,
                     delay: Duration(1_000_000),
                     queue: QueueSpec::DropTail(Limit::Packets(10)),
                     loss: LossModel::None,

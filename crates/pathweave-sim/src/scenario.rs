@@ -28,7 +28,9 @@ pub use flows::{
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};
 pub use series::{Columns, SeriesSpec};
 
+use crate::link::Trace;
 use pathweave_cc::Duration;
+use std::sync::Arc;
 use toml::Table;
 
 /// The longest time a scenario may give (duration, delays, start and stop times, periods):
@@ -129,6 +131,7 @@ impl Scenario {
     }
 
     /// Read and validate a scenario file of at most `max_bytes` (see [`read_scenario_file`]).
+    /// Relative trace paths are resolved against the file's directory.
     pub fn load_limited(path: &std::path::Path, max_bytes: u64) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let text = read_scenario_file(path, max_bytes)?;
@@ -136,15 +139,34 @@ impl Scenario {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Scenario::parse(&text, &file, &stem)
+        let dir = path.parent().unwrap_or(std::path::Path::new(""));
+        Scenario::parse_in(&text, &file, &stem, dir)
     }
 
     /// Validate scenario text; `file` labels errors and `default_name` names an unnamed scenario.
+    /// Relative trace paths (`rate = { trace = "..." }`) are resolved against the current
+    /// directory; [`Scenario::parse_in`] takes the directory to resolve them against.
     pub fn parse(text: &str, file: &str, default_name: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_in(text, file, default_name, std::path::Path::new(""))
+    }
+
+    /// [`Scenario::parse`] with relative trace paths resolved against `dir` (the directory of
+    /// the file the text came from; an empty path is the current directory).
+    pub fn parse_in(
+        text: &str,
+        file: &str,
+        default_name: &str,
+        dir: &std::path::Path,
+    ) -> Result<Scenario, ScenarioError> {
         let table: Table = text
             .parse()
             .map_err(|e: toml::de::Error| ScenarioError::syntax(file, text, &e))?;
-        Reader { file }.scenario(&table, default_name)
+        Reader {
+            file,
+            dir,
+            traces: Default::default(),
+        }
+        .scenario(&table, default_name)
     }
 
     /// Index of the link called `name`.
@@ -186,6 +208,11 @@ impl ScenarioError {
 
 struct Reader<'a> {
     file: &'a str,
+    /// The directory relative trace paths are resolved against.
+    dir: &'a std::path::Path,
+    /// The traces read so far, by resolved path: each file is read once, and every link
+    /// direction (and every copy of a counted link) that names it shares it.
+    traces: std::cell::RefCell<std::collections::BTreeMap<std::path::PathBuf, Arc<Trace>>>,
 }
 
 type R<T> = Result<T, ScenarioError>;

@@ -24,7 +24,7 @@ import tomli_w
 
 from pathweave import _core
 from pathweave._core import PathweaveError, Scenario, ScenarioError
-from pathweave.api import parse, read_scenario_text
+from pathweave.api import absolute_trace_paths, parse, read_scenario_text
 
 SWEEP_TABLE = "sweep"
 """The top-level table of a scenario file that describes its sweep."""
@@ -227,7 +227,7 @@ class Plan:
         """Every run, point-major then seed."""
         version = core_fingerprint()
         return [
-            Task(p, seed, task_key(p.text, seed, version))
+            Task(p, seed, task_key(p.text + trace_fingerprint(p.scenario), seed, version))
             for p in self.points
             for seed in self.seeds
         ]
@@ -245,6 +245,31 @@ def core_fingerprint() -> str:
     bump."""
     digest = hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:16]
     return f"{_core.__version__}+{digest}"
+
+
+def trace_fingerprint(scenario: Scenario) -> str:
+    """A digest of the trace files ``scenario`` replays ("" for none), so that a cached run
+    is not reused after a trace file changed under the same name."""
+    files = scenario.trace_files
+    if not files:
+        return ""
+    parts = [f"{f}\0{_file_digest(f, *_stat_key(f))}" for f in files]
+    return "\0traces\0" + "\0".join(parts)
+
+
+def _stat_key(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    """SHA-256 of a file, remembered while its modification time and size stay the same."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def task_key(text: str, seed: int, version: str) -> str:
@@ -311,6 +336,9 @@ def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None, 
     label = str(path)
     text = read_scenario_text(path)  # a regular file within the size limit; else ScenarioError
     doc = _core.toml_loads(text, label)  # the simulator's parser; raises ScenarioError
+    # Trace files are named relative to the scenario file: the points' text names them
+    # absolutely, so that it runs the same from any directory and in any worker.
+    absolute_trace_paths(doc, path.parent)
     table = doc.pop(SWEEP_TABLE, None)
     if table is not None and not isinstance(table, dict):
         raise SweepError(f"{label}: sweep = {show_value(table)}: must be a table")
@@ -319,7 +347,7 @@ def _read_base(path: Path) -> tuple[str, dict[str, Any], dict[str, Any] | None, 
     doc = {"name": path.stem, **doc}
     # Check the base alone, so an error in the file itself is reported as such.
     try:
-        scenario = parse(text, label)
+        scenario = parse(text, label, path.parent)
     except ScenarioError as e:
         if e.field != SWEEP_TABLE:
             raise
@@ -339,6 +367,7 @@ def _resolve(
     for key, value in values.items():
         table = "grid" if key in sweep.grid else "zip"
         set_path(doc, key, value, f"{label}: sweep.{table}.{_quote(key)}")
+    absolute_trace_paths(doc, Path(label).parent)  # a trace the sweep itself names
     text = _dumps(doc, label)
     try:
         scenario = parse(text, label)

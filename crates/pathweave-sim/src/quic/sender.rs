@@ -924,6 +924,7 @@ mod tests {
             .map(|i| {
                 let spec = LinkDirSpec {
                     rate: Bandwidth::from_bps(1_000_000_000),
+                    trace: None,
                     delay: Duration::from_millis(1),
                     queue: QueueSpec::DropTail(Limit::Packets(1000)),
                     loss: LossModel::None,

@@ -2,11 +2,20 @@
 
 use super::values::join;
 use super::{Reader, MAX_SIZE_BYTES, R};
-use crate::link::{LinkDirSpec, LossModel, QueueSpec};
+use crate::link::{LinkDirSpec, LossModel, QueueSpec, Trace};
 use crate::quantity::{eval, split_unit, unknown_unit, SIZE_UNITS};
 use crate::red::RedParams;
 use pathweave_cc::{Bandwidth, Duration, Instant};
+use std::sync::Arc;
 use toml::{Table, Value};
+
+/// A link's rate as written: a constant, or a trace per direction.
+struct Rates {
+    forward: Bandwidth,
+    reverse: Bandwidth,
+    forward_trace: Option<Arc<Trace>>,
+    reverse_trace: Option<Arc<Trace>>,
+}
 
 /// One hop of a path: a link, traversed forward or (with a `~` prefix) in reverse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,6 +269,60 @@ impl Reader<'_> {
         Ok(crate::link::Limit::Bytes(b as u64))
     }
 
+    /// A link's `rate`: a quantity, or `{ trace = "FILE" }` (both directions replay it) with
+    /// an optional `reverse_trace = "FILE"` for the reverse direction. A trace's rate is its
+    /// mean rate.
+    fn rates(&self, v: &Value, path: &str) -> R<Rates> {
+        let Value::Table(t) = v else {
+            let r = self.rate(path, v)?;
+            return Ok(Rates {
+                forward: r,
+                reverse: r,
+                forward_trace: None,
+                reverse_trace: None,
+            });
+        };
+        self.check_keys(t, path, &["trace", "reverse_trace"])?;
+        let forward = match t.get("trace") {
+            Some(v) => self.trace(&join(path, "trace"), v)?,
+            None => {
+                return Err(self.missing(
+                    &join(path, "trace"),
+                    "give rate = { trace = \"FILE\" }, a Mahimahi trace (one line per \
+                     1504-byte delivery opportunity, an integer millisecond each)",
+                ))
+            }
+        };
+        let reverse = match t.get("reverse_trace") {
+            Some(v) => self.trace(&join(path, "reverse_trace"), v)?,
+            None => Arc::clone(&forward),
+        };
+        Ok(Rates {
+            forward: forward.mean_rate(),
+            reverse: reverse.mean_rate(),
+            forward_trace: Some(forward),
+            reverse_trace: Some(reverse),
+        })
+    }
+
+    /// The trace file named by `v`, relative to the scenario file's directory, read once per
+    /// scenario however many link directions replay it.
+    fn trace(&self, field: &str, v: &Value) -> R<Arc<Trace>> {
+        let name = self.string(field, v)?;
+        if name.is_empty() {
+            return Err(self.invalid(field, v, "the name of a trace file is empty"));
+        }
+        let path = self.dir.join(name);
+        if let Some(t) = self.traces.borrow().get(&path) {
+            return Ok(Arc::clone(t));
+        }
+        let trace = Trace::load(&path)
+            .map_err(|e| self.invalid(field, v, format!("{}: {e}", path.display())))?;
+        let trace = Arc::new(trace);
+        self.traces.borrow_mut().insert(path, Arc::clone(&trace));
+        Ok(trace)
+    }
+
     pub(super) fn link(&self, t: &Table, path: &str, duration: Duration) -> R<LinkSpec> {
         self.check_keys(
             t,
@@ -278,9 +341,14 @@ impl Reader<'_> {
             Some(v) => self.name(&join(path, "name"), v)?,
             None => return Err(self.missing(&join(path, "name"), "every link needs a unique name")),
         };
-        let rate = match t.get("rate") {
-            Some(v) => self.rate(&join(path, "rate"), v)?,
-            None => return Err(self.missing(&join(path, "rate"), "give a rate such as \"60Mbps\"")),
+        let rates = match t.get("rate") {
+            Some(v) => self.rates(v, &join(path, "rate"))?,
+            None => {
+                return Err(self.missing(
+                    &join(path, "rate"),
+                    "give a rate such as \"60Mbps\", or a trace: { trace = \"FILE\" }",
+                ))
+            }
         };
         let delay = match t.get("delay") {
             Some(v) => self.time(&join(path, "delay"), v)?,
@@ -291,9 +359,17 @@ impl Reader<'_> {
                 ))
             }
         };
-        let queue = match t.get("queue") {
-            Some(v) => self.queue(v, &join(path, "queue"), rate, delay)?,
-            None => QueueSpec::DropTail(crate::link::Limit::Packets(50)),
+        // RED's automatic parameters follow each direction's rate (a trace's mean rate).
+        let queue = |rate: Bandwidth| -> R<QueueSpec> {
+            match t.get("queue") {
+                Some(v) => self.queue(v, &join(path, "queue"), rate, delay),
+                None => Ok(QueueSpec::DropTail(crate::link::Limit::Packets(50))),
+            }
+        };
+        let forward_queue = queue(rates.forward)?;
+        let reverse_queue = match rates.reverse == rates.forward {
+            true => forward_queue.clone(),
+            false => queue(rates.reverse)?,
         };
         let loss = |key: &str| -> R<LossModel> {
             match t.get(key) {
@@ -301,16 +377,19 @@ impl Reader<'_> {
                 None => Ok(LossModel::None),
             }
         };
+        let traced = rates.forward_trace.is_some();
         let forward = LinkDirSpec {
-            rate,
+            rate: rates.forward,
+            trace: rates.forward_trace,
             delay,
-            queue: queue.clone(),
+            queue: forward_queue,
             loss: loss("loss")?,
         };
         let reverse = LinkDirSpec {
-            rate,
+            rate: rates.reverse,
+            trace: rates.reverse_trace,
             delay,
-            queue,
+            queue: reverse_queue,
             loss: loss("reverse_loss")?,
         };
         let mut events = Vec::new();
@@ -345,6 +424,15 @@ impl Reader<'_> {
                 let at = Instant(at.as_nanos());
                 let mut any = false;
                 if let Some(v) = et.get("rate") {
+                    if traced {
+                        return Err(self.invalid(
+                            &join(&epath, "rate"),
+                            v,
+                            "this link's rate comes from a trace (rate = { trace = ... }); \
+                             a rate change would replace it: edit the trace instead (delay \
+                             changes and outages are allowed)",
+                        ));
+                    }
                     events.push(LinkEvent {
                         at,
                         change: LinkChange::Rate(self.rate(&join(&epath, "rate"), v)?),

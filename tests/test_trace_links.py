@@ -1,0 +1,161 @@
+"""Links driven by Mahimahi traces (``rate = { trace = "FILE" }``) through the CLI and the API:
+relative paths resolved beside the scenario file, the mean rate in the links table, sweeps
+that find their traces from any directory, and every bad trace refused with exit status 2 and
+one line, before anything is written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import pathweave
+from pathweave.sweep import load_plan
+
+# One delivery opportunity of 1504 bytes per millisecond: 12.032 Mbit/s.
+EVERY_MS = "".join(f"{m}\n" for m in range(1, 1001))
+EVERY_MS_BPS = 1504 * 8 * 1000
+
+SCENARIO = textwrap.dedent(
+    """
+    name = "traced"
+    duration = "2s"
+    sample_interval = "100ms"
+
+    [[link]]
+    name = "cell"
+    rate = { trace = "TRACE" }
+    delay = "10ms"
+    queue = { type = "droptail", limit = "100pkt" }
+
+    [[flow]]
+    name = "f"
+    path = ["cell"]
+    """
+)
+
+
+def pathweave_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pathweave ARGS`` and capture its output."""
+    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pathweave", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def _scenario(directory: Path, trace: str, extra: str = "") -> Path:
+    path = directory / "s.toml"
+    path.write_text(SCENARIO.replace("TRACE", trace) + extra, encoding="utf-8")
+    return path
+
+
+def test_a_relative_trace_is_found_beside_the_scenario_from_any_directory(tmp_path: Path) -> None:
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "ms.trace").write_text(EVERY_MS)
+    scenario = _scenario(tmp_path, "traces/ms.trace")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    proc = pathweave_cli("run", scenario, "--out", out, "--format", "csv", cwd=elsewhere)
+    assert proc.returncode == 0, proc.stderr
+    links = pd.read_csv(out / "links.csv")
+    assert set(links["rate_bps"]) == {EVERY_MS_BPS}
+    # Text parsed without a file resolves against the directory it is given.
+    text = scenario.read_text()
+    sc = pathweave.parse(text, "s.toml", base_dir=tmp_path)
+    assert sc.trace_files == [str(tmp_path / "traces" / "ms.trace")]
+    with pytest.raises(pathweave.ScenarioError, match="cannot read the file"):
+        pathweave.parse(text, "s.toml", base_dir=elsewhere)
+
+
+def test_a_sweep_over_a_trace_link_runs_from_another_directory(tmp_path: Path) -> None:
+    (tmp_path / "ms.trace").write_text(EVERY_MS)
+    sweep = '\n[sweep]\nseeds = 1\n[sweep.grid]\n"link[0].delay" = ["5ms", "20ms"]\n'
+    scenario = _scenario(tmp_path, "ms.trace", sweep)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = pathweave_cli("sweep", scenario, "--out", tmp_path / "out", "--quiet", cwd=elsewhere)
+    assert proc.returncode == 0, proc.stderr
+    # A cached run is not reused once the trace changes under the same name.
+    before = [t.key for t in load_plan(scenario).tasks]
+    (tmp_path / "ms.trace").write_text(EVERY_MS.replace("1000\n", "1000\n1000\n"))
+    after = [t.key for t in load_plan(scenario).tasks]
+    assert not set(before) & set(after)
+
+
+def _empty(d: Path) -> str:
+    (d / "t.trace").write_text("")
+    return "t.trace"
+
+
+def _not_a_number(d: Path) -> str:
+    (d / "t.trace").write_text("1\n2\n3.5\n")
+    return "t.trace"
+
+
+def _decreasing(d: Path) -> str:
+    (d / "t.trace").write_text("10\n20\n15\n")
+    return "t.trace"
+
+
+def _zero_period(d: Path) -> str:
+    (d / "t.trace").write_text("0\n0\n")
+    return "t.trace"
+
+
+def _fifo(d: Path) -> str:
+    os.mkfifo(d / "t.trace")
+    return "t.trace"
+
+
+def _oversized(d: Path) -> str:
+    with (d / "t.trace").open("wb") as f:
+        f.truncate(100_000_001)  # sparse: over the limit by its size, nothing to read
+    return "t.trace"
+
+
+def _missing(d: Path) -> str:
+    return "absent.trace"
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (_empty, "the trace is empty"),
+        (_not_a_number, 'line 3: "3.5" is not a non-negative integer number of milliseconds'),
+        (_decreasing, "line 3: 15 ms is before the 20 ms of line 2"),
+        (_zero_period, "the last timestamp is 0 ms"),
+        (_fifo, "a named pipe, not a regular file"),
+        (_oversized, "100000001 bytes; trace files are limited to 100000000 bytes"),
+        (_missing, "cannot read the file"),
+    ],
+    ids=["empty", "not-a-number", "decreasing", "zero-period", "fifo", "oversized", "missing"],
+)
+def test_a_bad_trace_exits_2_with_one_line(
+    tmp_path: Path, make: Callable[[Path], str], why: str
+) -> None:
+    name = make(tmp_path)
+    scenario = _scenario(tmp_path, name)
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    for argv in (["run", scenario, "--out", tmp_path / "out"], ["validate", scenario]):
+        proc = pathweave_cli(*argv, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stdout == ""
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert lines[0].startswith(f"{scenario}: link[0].rate.trace = "), lines[0]
+        assert str(tmp_path / name) in lines[0]
+        assert why in lines[0]
+        assert sorted(p.name for p in tmp_path.iterdir()) == listing  # nothing written
