@@ -6,6 +6,8 @@
 * ``pathweave sweep FILE [--jobs N | --dask ADDR] [--out DIR] [--cache DIR] [--force] [--quiet]``
 * ``pathweave reproduce [ID ...|all] [--quick] [--jobs N | --dask ADDR] [--out DIR] [--force]``
   and ``pathweave reproduce --list``
+* ``pathweave traces list``, ``pathweave traces synth --model M --seconds S --seed N
+  [--mean-mbps X] [--out FILE]`` and ``pathweave traces stats FILE`` (see docs/traces.md)
 * ``pathweave kernel load | unload | status | bmc-manager [--prefix P]`` (root; see
   docs/kernel.md)
 * ``pathweave --version``
@@ -24,6 +26,7 @@ import argparse
 import contextlib
 import errno
 import hashlib
+import math
 import os
 import re
 import signal
@@ -38,7 +41,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pathweave import _core, catalog
+from pathweave import _core, catalog, traces
 from pathweave._core import PathweaveError, Scenario, ScenarioError
 from pathweave.api import (
     Result,
@@ -351,6 +354,8 @@ def _parser() -> argparse.ArgumentParser:
     copy_p.add_argument("dest", type=Path, metavar="DIR", help="destination directory")
     copy_p.set_defaults(command=_scenarios_copy)
 
+    _add_traces_parser(sub)
+
     kernel_p = sub.add_parser(
         "kernel",
         help="load, unload or list the BPF congestion controllers (root)",
@@ -369,6 +374,155 @@ def _parser() -> argparse.ArgumentParser:
     quic_p.add_argument("args", nargs=argparse.REMAINDER)
     quic_p.set_defaults(command=lambda a: _quic_command(a.args))
     return parser
+
+
+def _add_traces_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    traces_p = sub.add_parser(
+        "traces",
+        help="make, list and check link-capacity traces (Mahimahi's format)",
+        description="Link-capacity traces in Mahimahi's format, for a [[link]]'s "
+        "rate = { trace = FILE }: synthesize one from a model, list the models and the shipped "
+        "traces, or check a file and print its statistics.",
+    )
+    actions = traces_p.add_subparsers(title="actions", required=True, metavar="ACTION")
+    list_p = actions.add_parser("list", help="list the models and the shipped traces")
+    list_p.set_defaults(command=_traces_list)
+    synth_p = actions.add_parser(
+        "synth",
+        help="write a synthetic trace",
+        description="Write a synthetic trace of a Markov-modulated capacity model to standard "
+        "output or FILE. The same arguments give the same bytes.",
+    )
+    synth_p.add_argument(
+        "--model", required=True, metavar="M", help=f"the model: {', '.join(traces.MODELS)}"
+    )
+    # Numbers are checked by the command, so that a bad one is reported in one line.
+    synth_p.add_argument(
+        "--seconds",
+        required=True,
+        metavar="S",
+        help=f"length of the trace (above 0, at most {traces.MAX_SECONDS:g}; to the millisecond)",
+    )
+    synth_p.add_argument("--seed", required=True, type=_seed, metavar="N", help="random seed")
+    synth_p.add_argument(
+        "--mean-mbps",
+        metavar="X",
+        help="scale the model's rates so that its mean is X Mbit/s (default: the model's)",
+    )
+    synth_p.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write FILE (atomically: complete or not at all) instead of standard output",
+    )
+    synth_p.set_defaults(command=_traces_synth, interruptible=True)
+    stats_p = actions.add_parser(
+        "stats",
+        help="check a trace file and print its capacity statistics",
+        description="Check a Mahimahi trace (exit 2 with the line if it is not one) and print "
+        "its period and its capacity per 100 ms window.",
+    )
+    stats_p.add_argument("file", type=Path, metavar="FILE", help="trace file")
+    stats_p.set_defaults(command=_traces_stats)
+
+
+def _option_number(option: str, text: str) -> float:
+    """``text`` as a finite number, or a ``TraceError`` naming ``option``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise traces.TraceError(f"{option}: not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise traces.TraceError(f"{option}: not a finite number: {text!r}")
+    return value
+
+
+def _traces_list(args: argparse.Namespace) -> int:
+    console = _console()
+    models = Table(title="trace models")
+    models.add_column("model")
+    models.add_column("mean (Mbit/s)", justify="right")
+    models.add_column("description")
+    for name, model in traces.MODELS.items():
+        models.add_row(Text(name), f"{model.mean_mbps():.3g}", Text(model.description))
+    console.print(models)
+    shipped = Table(title=f"shipped traces in {traces.traces_dir()}")
+    shipped.add_column("file")
+    shipped.add_column("mean (Mbit/s)", justify="right")
+    shipped.add_column("duration (s)", justify="right")
+    shipped.add_column("description")
+    for t in traces.SHIPPED:
+        try:
+            stats = traces.trace_stats(traces.read_trace(traces.shipped_path(t)))
+        except traces.TraceError as e:
+            _error(f"traces list: {e}")
+            return EXIT_FAILURE
+        shipped.add_row(
+            Text(t.name),
+            f"{stats.mean_mbps:.3g}",
+            f"{stats.period_ms / 1000:g}",
+            Text(t.description),
+        )
+    console.print(shipped)
+    return 0
+
+
+def _traces_synth(args: argparse.Namespace) -> int:
+    out: Path | None = args.out
+    if out is not None:
+        problem = _trace_out_problem(out)
+        if problem:
+            _error(f"traces synth: --out: {problem}")
+            return EXIT_BAD_INPUT
+    try:
+        seconds = _option_number("--seconds", args.seconds)
+        mean = None if args.mean_mbps is None else _option_number("--mean-mbps", args.mean_mbps)
+        data = traces.synthesize_bytes(args.model, seconds, args.seed, mean)
+    except traces.TraceError as e:
+        _error(f"traces synth: {e}")
+        return EXIT_BAD_INPUT
+    if out is None:
+        sys.stdout.write(data.decode("ascii"))
+        return 0
+    try:
+        traces.write_trace(out, data)
+    except OSError as e:
+        _error(f"traces synth: cannot write {out}: {e.strerror or e}")
+        return EXIT_FAILURE
+    return 0
+
+
+def _trace_out_problem(out: Path) -> str | None:
+    """Why ``out`` cannot be the trace's file, or None."""
+    parent = out.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if out.is_dir():
+        return f"{out} is a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not writable"
+    return None
+
+
+def _traces_stats(args: argparse.Namespace) -> int:
+    try:
+        stats = traces.trace_stats(traces.read_trace(args.file))
+    except traces.TraceError as e:
+        _error(f"traces stats: {e}")
+        return EXIT_BAD_INPUT
+    table = Table(title=Text(f"{args.file}: capacity per {stats.window_ms} ms window"))
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    table.add_row("period", f"{stats.period_ms / 1000:g} s ({stats.period_ms} ms)")
+    table.add_row("opportunities (1500 B)", f"{stats.opportunities:,}")
+    table.add_row("mean", f"{stats.mean_mbps:.3f} Mbit/s")
+    for p, value in stats.percentiles.items():
+        table.add_row(f"p{p}", f"{value:.3f} Mbit/s")
+    table.add_row("min", f"{stats.min_mbps:.3f} Mbit/s")
+    table.add_row("max", f"{stats.max_mbps:.3f} Mbit/s")
+    table.add_row("windows without capacity", f"{stats.zero_windows:.1%}")
+    _console().print(table)
+    return 0
 
 
 def _kernel(args: argparse.Namespace) -> int:
