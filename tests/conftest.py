@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import textwrap
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -82,47 +79,6 @@ SWEEP = SMALL + textwrap.dedent(
 def sweep_scenario(tmp_path: Path) -> Path:
     """The path of the SWEEP scenario, written into the test's temporary directory."""
     return write_scenario(tmp_path, SWEEP, "sweep.toml")
-
-
-@functools.cache
-def trace_links_supported() -> bool:
-    """Whether this build's scenario reader accepts a link rate read from a trace file
-    (``rate = { trace = "FILE" }``): tried on a one-link scenario over a shipped trace."""
-    from pathweave import load, traces
-    from pathweave._core import ScenarioError
-
-    trace = traces.shipped_path(traces.SHIPPED[0])
-    text = textwrap.dedent(
-        f"""
-        name = "trace-probe"
-        duration = "1s"
-
-        [[link]]
-        name = "l"
-        rate = {{ trace = {json.dumps(str(trace))} }}
-        delay = "10ms"
-
-        [[flow]]
-        name = "f"
-        path = ["l"]
-        """
-    )
-    with tempfile.TemporaryDirectory() as d:
-        try:
-            load(write_scenario(Path(d), text))
-        except ScenarioError:
-            return False
-    return True
-
-
-def uses_trace_links(path: Path) -> bool:
-    """Whether the scenario file at ``path`` has a link rate read from a trace file."""
-    doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    return any(
-        isinstance(link.get(key), dict) and "trace" in link[key]
-        for link in doc.get("link", [])
-        for key in ("rate", "reverse_rate")
-    ) or any("reverse_trace" in link for link in doc.get("link", []))
 
 
 def run_cli(

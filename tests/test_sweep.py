@@ -22,8 +22,6 @@ from conftest import (
     SMALL,
     SWEEP,
     run_cli,
-    trace_links_supported,
-    uses_trace_links,
     write_scenario,
 )
 from pathweave import sweep as sweep_mod
@@ -727,8 +725,6 @@ def test_every_shipped_scenario_and_sweep_is_valid() -> None:
     files = sorted(root.rglob("*.toml"))
     assert len(files) >= 3
     for path in files:
-        if uses_trace_links(path) and not trace_links_supported():
-            continue  # tests/test_traces.py checks it once trace-driven links exist
         p = load_plan(path)  # a plain scenario is a sweep of one point
         assert p.points, path
     example = load_plan(root / "sweeps" / "red-dumbbell.toml")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli, trace_links_supported
+from conftest import run_cli
 from pathweave import cli, traces
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,11 +342,6 @@ def test_the_wifi_lte_scenario_names_shipped_traces() -> None:
             assert (WIFI_LTE.parent / rate["trace"]).resolve().is_file()
 
 
-@pytest.mark.skipif(
-    not trace_links_supported(),
-    reason="this build's scenario reader has no trace-driven link rates "
-    "(rate = { trace = ... }) yet; the test runs once it has",
-)
 def test_the_wifi_lte_scenario_is_valid_and_runs(tmp_path: Path) -> None:
     proc = run_cli("validate", WIFI_LTE)
     assert proc.returncode == 0, proc.stderr
