@@ -16,7 +16,13 @@ import pandas as pd
 import pytest
 
 import pathweave
+from pathweave.emulate import emulate
 from pathweave.sweep import load_plan
+from test_emulate import (  # noqa: F401 (nothing_left_behind: an autouse fixture)
+    WHY_NOT,
+    nothing_left_behind,
+)
+from test_kernel_emulate import _on_time
 
 # One delivery opportunity of 1504 bytes per millisecond: 12.032 Mbit/s.
 EVERY_MS = "".join(f"{m}\n" for m in range(1, 1001))
@@ -159,3 +165,47 @@ def test_a_bad_trace_exits_2_with_one_line(
         assert str(tmp_path / name) in lines[0]
         assert why in lines[0]
         assert sorted(p.name for p in tmp_path.iterdir()) == listing  # nothing written
+
+
+# --- the same trace in real time ---------------------------------------------------------
+
+# A hand-written trace in Mahimahi's format with a one-second cycle: 300 ms at two
+# opportunities a millisecond, 300 ms at one every other millisecond, 400 ms at one a
+# millisecond: 1,150 opportunities a second, 13.84 Mbit/s on average.
+CYCLE_OPPORTUNITIES = 600 + 150 + 400
+CYCLE = "".join(
+    [f"{m}\n{m}\n" for m in range(1, 301)]
+    + [f"{m}\n" for m in range(302, 601, 2)]
+    + [f"{m}\n" for m in range(601, 1001)]
+)
+CYCLE_BPS = CYCLE_OPPORTUNITIES * 1504 * 8
+
+
+def test_the_hand_written_cycle_has_the_stated_capacity() -> None:
+    stamps = [int(x) for x in CYCLE.split()]
+    assert len(stamps) == CYCLE_OPPORTUNITIES
+    assert stamps[-1] == 1000  # the period
+
+
+@pytest.mark.emulation
+@pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
+def test_a_trace_link_in_real_time_agrees_with_the_simulator(tmp_path: Path) -> None:
+    """One TCP Reno flow for 20 s over a link driven by the cycle above (10 ms each way,
+    100-packet buffer): under the emulator, which replays the trace in real time with the
+    simulator's link code, the flow reaches at least 60 % of the trace's capacity and its
+    goodput is within 10 % of the simulator's."""
+    (tmp_path / "cycle.trace").write_text(CYCLE, encoding="utf-8")
+    scenario = _scenario(tmp_path, "cycle.trace").read_text(encoding="utf-8")
+    sc = pathweave.parse(
+        scenario.replace('duration = "2s"', 'duration = "20s"'), "cycle", base_dir=tmp_path
+    )
+    emulated = _on_time("trace link", lambda: emulate(sc, 1))
+    simulated = pathweave.run(sc, seed=1)
+    emu = float(emulated.flows["goodput_bps"][0])
+    sim = float(simulated.flows["goodput_bps"][0])
+    print(
+        f"trace link: capacity {CYCLE_BPS / 1e6:.2f} Mbit/s, goodput emulated "
+        f"{emu / 1e6:.3f}, simulated {sim / 1e6:.3f} Mbit/s"
+    )
+    assert emu >= 0.6 * CYCLE_BPS
+    assert abs(emu - sim) <= 0.1 * sim
