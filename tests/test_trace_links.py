@@ -18,6 +18,7 @@ import pytest
 import pathweave
 from pathweave.emulate import emulate
 from pathweave.sweep import load_plan
+from test_cli import pathweave_cli
 from test_emulate import (  # noqa: F401 (nothing_left_behind: an autouse fixture)
     WHY_NOT,
     nothing_left_behind,
@@ -45,20 +46,6 @@ SCENARIO = textwrap.dedent(
     path = ["cell"]
     """
 )
-
-
-def pathweave_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m pathweave ARGS`` and capture its output."""
-    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "pathweave", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 def _scenario(directory: Path, trace: str, extra: str = "") -> Path:

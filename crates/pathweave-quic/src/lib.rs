@@ -26,8 +26,9 @@ pub mod transfer;
 pub use adapter::{Coupled, CoupledFactory, PathSnapshot};
 pub use control::control;
 pub use endpoint::{Amount, ReceiveOptions, Received, SendOptions, SendReport, Settings};
-/// quinn's path identifier, as [`endpoint::LivePath`] carries it.
-pub use quinn_proto::PathId;
+/// quinn's path identifier and counters, as [`endpoint::LivePath`] and
+/// [`endpoint::PathSample`] carry them.
+pub use quinn_proto::{PathId, PathStats};
 
 /// What can go wrong, by what the user can do about it.
 #[derive(Debug, thiserror::Error)]

@@ -20,6 +20,7 @@ mod series;
 mod values;
 
 pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec};
+pub(crate) use file::read_regular_file;
 pub use file::{read_scenario_file, MAX_FILE_BYTES};
 pub use flows::{
     FlowKind, FlowSpec, SubflowSpec, TcpSettings, Transport, MPTCP_DSS_ACK_BYTES,

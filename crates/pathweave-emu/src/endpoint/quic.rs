@@ -19,8 +19,8 @@ use crate::lab::Lab;
 use crate::{Clock, EmuError};
 use pathweave_quic::cert::Identity;
 use pathweave_quic::endpoint::{Receiver, ReceiverLive, SenderLive};
-use pathweave_quic::PathId;
 use pathweave_quic::{Amount, QuicError, ReceiveOptions, SendOptions, Settings};
+use pathweave_quic::{PathId, PathStats};
 use pathweave_sim::scenario::Control;
 use pathweave_sim::tcp::Traffic;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
@@ -131,6 +131,18 @@ impl Quic {
             Ordering::Relaxed,
         );
     }
+}
+
+/// A path's cumulative counters for [`Quic::counters_of`]: acknowledged bytes, datagrams
+/// sent, packets lost, persistent congestions and congestion events.
+fn counted(s: &pathweave_quic::PathSnapshot, st: &PathStats) -> (u64, u64, u64, u64, u64) {
+    (
+        s.acked_bytes,
+        st.udp_tx.datagrams,
+        st.lost_packets,
+        s.persistent_congestion,
+        s.congestion_events,
+    )
 }
 
 /// The first 64 bits of a SHA-256 (hex), for the transfer check's hash fields.
@@ -276,14 +288,7 @@ impl Transport for Quic {
             if !s.open || k >= self.last.len() {
                 continue;
             }
-            let st = p.stats.unwrap_or_default();
-            let counted = (
-                s.acked_bytes,
-                st.udp_tx.datagrams,
-                st.lost_packets,
-                s.persistent_congestion,
-                s.congestion_events,
-            );
+            let counted = counted(&s, &p.stats.unwrap_or_default());
             let r = SubflowReading {
                 cwnd_bytes: s.cwnd as f64,
                 ssthresh_bytes: s.ssthresh.map_or(f64::NAN, |x| x as f64),
@@ -304,14 +309,7 @@ impl Transport for Quic {
             if let (Some(s), Some(st)) = (p.snapshot, p.stats) {
                 // Only the path's latest opening: the earlier ones are in `earlier`.
                 if k < self.last.len() && self.current[k].is_none_or(|c| c == p.path.id) {
-                    let counted = (
-                        s.acked_bytes,
-                        st.udp_tx.datagrams,
-                        st.lost_packets,
-                        s.persistent_congestion,
-                        s.congestion_events,
-                    );
-                    self.last[k] = self.counters_of(k, p.path.id, counted);
+                    self.last[k] = self.counters_of(k, p.path.id, counted(&s, &st));
                 }
             }
         }

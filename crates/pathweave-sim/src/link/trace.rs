@@ -36,8 +36,6 @@
 
 use pathweave_cc::{Bandwidth, Instant};
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -73,19 +71,12 @@ impl Trace {
     /// from its metadata before it is opened, so a named pipe is refused without blocking).
     /// The error says what is wrong, without the file's name.
     pub fn load(path: &Path) -> Result<Trace, String> {
-        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read the file: {e}"))?;
-        check_kind(&meta)?;
-        check_size(meta.len())?;
-        let file = File::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
-        let opened = file
-            .metadata()
-            .map_err(|e| format!("cannot read the file: {e}"))?;
-        check_kind(&opened)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
-        file.take(MAX_TRACE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read the file: {e}"))?;
-        check_size(bytes.len() as u64)?;
+        let bytes = crate::scenario::read_regular_file(
+            path,
+            MAX_TRACE_BYTES,
+            "a trace is a text file of millisecond timestamps",
+            |len| format!("{len} bytes; trace files are limited to {MAX_TRACE_BYTES} bytes (10^8)"),
+        )?;
         Trace::parse(&bytes, &path.display().to_string())
     }
 
@@ -187,49 +178,6 @@ impl Trace {
         let period = self.period_ms().max(1) as u128;
         Bandwidth::from_bps(((bits + period / 2) / period).max(1) as u64)
     }
-}
-
-fn check_kind(meta: &std::fs::Metadata) -> Result<(), String> {
-    let kind = meta.file_type();
-    if kind.is_file() {
-        return Ok(());
-    }
-    let what = if kind.is_dir() {
-        "a directory"
-    } else {
-        special_kind(&kind)
-    };
-    Err(format!(
-        "{what}, not a regular file; a trace is a text file of millisecond timestamps"
-    ))
-}
-
-#[cfg(unix)]
-fn special_kind(kind: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
-        "a named pipe"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
-    }
-}
-
-#[cfg(not(unix))]
-fn special_kind(_kind: &std::fs::FileType) -> &'static str {
-    "a special file"
-}
-
-fn check_size(len: u64) -> Result<(), String> {
-    if len <= MAX_TRACE_BYTES {
-        return Ok(());
-    }
-    Err(format!(
-        "{len} bytes; trace files are limited to {MAX_TRACE_BYTES} bytes (10^8)"
-    ))
 }
 
 /// Where a trace link stands in its trace: the next opportunity, and the bytes left in the

@@ -17,23 +17,18 @@ pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// The text of the scenario file at `path`: a regular file of at most `max_bytes` bytes of
 /// UTF-8. Every error names the file once.
 pub fn read_scenario_file(path: &Path, max_bytes: u64) -> Result<String, ScenarioError> {
-    let file_name = path.display().to_string();
     let fail = |message: String| ScenarioError::Io {
-        file: file_name.clone(),
+        file: path.display().to_string(),
         message,
     };
-    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
-    check_kind(&meta).map_err(&fail)?;
-    check_size(meta.len(), max_bytes).map_err(&fail)?;
-    let file = File::open(path).map_err(|e| fail(e.to_string()))?;
-    // Replaced between the two checks: look again at what was opened.
-    let opened = file.metadata().map_err(|e| fail(e.to_string()))?;
-    check_kind(&opened).map_err(&fail)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(e.to_string()))?;
-    check_size(bytes.len() as u64, max_bytes).map_err(&fail)?;
+    let too_large = |len: u64| {
+        format!(
+            "{len} bytes; scenario files are limited to {max_bytes} bytes \
+             (PATHWEAVE_MAX_SCENARIO_BYTES raises the limit)"
+        )
+    };
+    let bytes =
+        read_regular_file(path, max_bytes, "a scenario is a TOML file", too_large).map_err(fail)?;
     String::from_utf8(bytes).map_err(|e| {
         fail(format!(
             "not UTF-8 text (invalid byte at offset {}); a scenario is a TOML text file",
@@ -42,7 +37,40 @@ pub fn read_scenario_file(path: &Path, max_bytes: u64) -> Result<String, Scenari
     })
 }
 
-fn check_kind(meta: &Metadata) -> Result<(), String> {
+/// The bytes of the file at `path`, which must be a regular file (`kind` says what it should
+/// be, for the error) of at most `max_bytes` bytes (`too_large` words the error for a size).
+/// The kind and size are checked before the file is opened and again on what was opened; the
+/// size once more while reading. The error does not name the file.
+pub(crate) fn read_regular_file(
+    path: &Path,
+    max_bytes: u64,
+    kind: &str,
+    too_large: impl Fn(u64) -> String,
+) -> Result<Vec<u8>, String> {
+    let io = |e: std::io::Error| format!("cannot read the file: {e}");
+    let check_size = |len: u64| {
+        if len <= max_bytes {
+            Ok(())
+        } else {
+            Err(too_large(len))
+        }
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    check_kind(&meta, kind)?;
+    check_size(meta.len())?;
+    let file = File::open(path).map_err(io)?;
+    // Replaced between the two checks: look again at what was opened.
+    let opened = file.metadata().map_err(io)?;
+    check_kind(&opened, kind)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    check_size(bytes.len() as u64)?;
+    Ok(bytes)
+}
+
+fn check_kind(meta: &Metadata, expected: &str) -> Result<(), String> {
     let kind = meta.file_type();
     if kind.is_file() {
         return Ok(());
@@ -52,9 +80,7 @@ fn check_kind(meta: &Metadata) -> Result<(), String> {
     } else {
         special_kind(&kind)
     };
-    Err(format!(
-        "{what}, not a regular file; a scenario is a TOML file"
-    ))
+    Err(format!("{what}, not a regular file; {expected}"))
 }
 
 #[cfg(unix)]
@@ -74,15 +100,4 @@ fn special_kind(kind: &std::fs::FileType) -> &'static str {
 #[cfg(not(unix))]
 fn special_kind(_kind: &std::fs::FileType) -> &'static str {
     "a special file"
-}
-
-fn check_size(len: u64, max_bytes: u64) -> Result<(), String> {
-    if len <= max_bytes {
-        return Ok(());
-    }
-    Err(format!(
-        "{} bytes; scenario files are limited to {} bytes (PATHWEAVE_MAX_SCENARIO_BYTES raises \
-         the limit)",
-        len, max_bytes
-    ))
 }
