@@ -6,8 +6,6 @@ one line, before anything is written."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
