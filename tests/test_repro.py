@@ -311,9 +311,20 @@ def test_a_miss_exits_0_and_is_in_the_table_and_report(
     page = (out / "report.html").read_text()
     assert 'class="miss"' in page
     assert "wrong on purpose" in page
-    # 'all' runs every registered experiment; --quick keeps this one short.
+    # 'all' runs every registered experiment; --quick keeps this one short. Every shipped
+    # experiment's quick form runs too: about a minute and a half on two cores, longer on a
+    # busy host (the limit only guards against a hang).
     everything = run_cli(
-        "reproduce", "all", "--quick", "--out", out, "--jobs", "2", "--quiet", env=cli_experiment
+        "reproduce",
+        "all",
+        "--quick",
+        "--out",
+        out,
+        "--jobs",
+        "2",
+        "--quiet",
+        env=cli_experiment,
+        timeout=600,
     )
     assert everything.returncode == 0, everything.stderr
     assert (everything.stdout, everything.stderr) == ("", "")
