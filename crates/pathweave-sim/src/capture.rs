@@ -227,6 +227,15 @@ pub(crate) struct NetView<'a> {
     pub pool: &'a PacketPool,
 }
 
+/// A packet as a link direction holds it: the network's eight bytes for it, its size and its
+/// tag (hop position, marked if the packet is kept in the pool).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Held {
+    pub word: u64,
+    pub size: u32,
+    pub tag: u32,
+}
+
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DropCause {
@@ -446,8 +455,7 @@ impl Capture {
         t: Instant,
         d: usize,
         info: RouteInfo,
-        seq: u64,
-        size: u32,
+        (seq, size): (u64, u32),
         event: LogEvent,
         queue: (u32, u64),
     ) {
@@ -496,28 +504,18 @@ impl Capture {
         for (start, word, size, tag, q) in started {
             let route = net.hop_route[(tag & !crate::net::Net::POOLED) as usize] as usize;
             let f = self.fields(route, word, tag, size, net);
-            self.log_row(
-                start,
-                d,
-                net.routes[route],
-                f.seq,
-                size,
-                LogEvent::Dequeue,
-                q,
-            );
+            let info = net.routes[route];
+            self.log_row(start, d, info, (f.seq, size), LogEvent::Dequeue, q);
         }
     }
 
     /// A packet was accepted into link direction `d` at `now`; `queue` is what waits after
     /// it, `started` whether its transmission started at once.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_enqueue(
         &mut self,
         d: usize,
         now: Instant,
-        word: u64,
-        size: u32,
-        tag: u32,
+        p: Held,
         queue: (u32, u64),
         started: bool,
         net: &NetView<'_>,
@@ -525,39 +523,36 @@ impl Capture {
         if !self.spec.events {
             return;
         }
-        let route = net.hop_route[(tag & !crate::net::Net::POOLED) as usize] as usize;
-        let f = self.fields(route, word, tag, size, net);
+        let route = net.hop_route[(p.tag & !crate::net::Net::POOLED) as usize] as usize;
+        let f = self.fields(route, p.word, p.tag, p.size, net);
         let info = net.routes[route];
+        let row = (f.seq, p.size);
         if started {
-            let before = (queue.0 + 1, queue.1 + size as u64);
-            self.log_row(now, d, info, f.seq, size, LogEvent::Enqueue, before);
-            self.log_row(now, d, info, f.seq, size, LogEvent::Dequeue, queue);
+            let before = (queue.0 + 1, queue.1 + p.size as u64);
+            self.log_row(now, d, info, row, LogEvent::Enqueue, before);
+            self.log_row(now, d, info, row, LogEvent::Dequeue, queue);
         } else {
-            self.log_row(now, d, info, f.seq, size, LogEvent::Enqueue, queue);
+            self.log_row(now, d, info, row, LogEvent::Enqueue, queue);
         }
     }
 
     /// A packet offered to link direction `d` at `now` was dropped.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_drop(
         &mut self,
         d: usize,
         now: Instant,
-        word: u64,
-        size: u32,
-        tag: u32,
+        p: Held,
         cause: DropCause,
         queue: (u32, u64),
         net: &NetView<'_>,
     ) {
-        let route = net.hop_route[(tag & !crate::net::Net::POOLED) as usize] as usize;
-        let f = self.fields(route, word, tag, size, net);
+        let route = net.hop_route[(p.tag & !crate::net::Net::POOLED) as usize] as usize;
+        let f = self.fields(route, p.word, p.tag, p.size, net);
         self.log_row(
             now,
             d,
             net.routes[route],
-            f.seq,
-            size,
+            (f.seq, p.size),
             LogEvent::Drop,
             queue,
         );
@@ -570,14 +565,12 @@ impl Capture {
         &mut self,
         d: usize,
         ts: Instant,
-        word: u64,
-        size: u32,
-        tag: u32,
+        p: Held,
         lost: bool,
         net: &NetView<'_>,
     ) {
-        let route = net.hop_route[(tag & !crate::net::Net::POOLED) as usize] as usize;
-        let f = self.fields(route, word, tag, size, net);
+        let route = net.hop_route[(p.tag & !crate::net::Net::POOLED) as usize] as usize;
+        let f = self.fields(route, p.word, p.tag, p.size, net);
         self.record(d, ts.0, route, &f, lost.then_some(WIRE_LOSS), false);
     }
 

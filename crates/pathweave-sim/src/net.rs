@@ -10,7 +10,7 @@
 //! blocks or a finite receive window is kept whole in the packet pool, and carries its
 //! handle instead. So the common packet is written and read nowhere but in link slots.
 
-use crate::capture::{Capture, DropCause, NetView};
+use crate::capture::{Capture, DropCause, Held, NetView};
 use crate::event::Scheduler;
 use crate::link::{LinkDir, Offer};
 use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
@@ -249,11 +249,10 @@ impl Net {
         };
         let offer = self.links[link].offer(word, size, tag, now, &mut self.sched);
         if let Some(((waiting, _), causes)) = before {
+            let held = Held { word, size, tag };
             let (p, b) = self.links[link].queue_len(now);
             match offer {
-                Offer::Accepted => {
-                    cap.on_enqueue(link, now, word, size, tag, (p, b.0), p == waiting, &view)
-                }
+                Offer::Accepted => cap.on_enqueue(link, now, held, (p, b.0), p == waiting, &view),
                 Offer::Dropped => {
                     let after = self.links[link].drop_causes();
                     let cause = if after.1 > causes.1 {
@@ -263,7 +262,7 @@ impl Net {
                     } else {
                         DropCause::Overflow
                     };
-                    cap.on_drop(link, now, word, size, tag, cause, (p, b.0), &view);
+                    cap.on_drop(link, now, held, cause, (p, b.0), &view);
                 }
             }
         }
@@ -406,7 +405,7 @@ impl Net {
                         .max(start)
                         .min(now);
                     let (size, lost) = link.head_size();
-                    cap.on_egress(l, ts, word, size, tag, lost, &view);
+                    cap.on_egress(l, ts, Held { word, size, tag }, lost, &view);
                 }
             }
         }
