@@ -538,3 +538,41 @@ fn capture_tables_are_checked() {
     let spec = ok.capture.unwrap();
     assert_eq!((spec.dirs, spec.snaplen, spec.events), (vec![1], 96, true));
 }
+
+/// A QUIC flow's packets are UDP datagrams to port 443 of their simulated size whose payload
+/// starts with a 1-RTT short header (RFC 9000 §17.3.1): form bit clear, fixed bit set, a
+/// 4-byte packet number (length bits 3), after an 8-byte destination connection ID.
+#[test]
+fn quic_packets_carry_a_short_header() {
+    let sc = scenario(
+        r#"
+duration = "1s"
+[[link]]
+name = "l"
+rate = "10Mbps"
+delay = "5ms"
+[[flow]]
+name = "q"
+transport = "quic"
+path = ["l"]
+"#,
+    );
+    let dir = tmp("quic");
+    let run = run_captured(&sc, &CaptureSpec::everything(1), &dir);
+    let all = read_pcapng(&dir.join("l-forward.pcapng"));
+    let packets: Vec<&Epb> = all.iter().filter(|p| p.comment.is_none()).collect();
+    assert_eq!(packets.len() as u64, run.results.links.delivered_packets[0]);
+    for p in &all {
+        check_checksums(p);
+        let d = &p.data;
+        assert_eq!(d[9], 17);
+        assert_eq!(be16(d, 22), 443);
+        assert_eq!(be16(d, 24) as u32, p.orig - 20);
+        assert_eq!(d[28], 0x43);
+        assert_eq!(d.len(), 28 + 1 + 8 + 4);
+    }
+    // The packet numbers of the first transmissions count up from the first.
+    let numbers: Vec<u32> = packets.iter().map(|p| be32(&p.data, 37)).collect();
+    assert_eq!(numbers[..3], [numbers[0], numbers[0] + 1, numbers[0] + 2]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
