@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python test-real test-real-slow lint bench bench-emulate bench-kernel bench-quic slow docs fuzz fuzz-short clean kernel kernel-deps
+.PHONY: setup demo test test-rust test-python test-real test-real-slow lint bench bench-emulate bench-kernel bench-quic slow docs fuzz fuzz-short clean kernel kernel-deps capture-deps
 
 # crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
 # zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
@@ -34,7 +34,20 @@ $(STAMP): $(BIN)/python $(RUST_SOURCES) $(shell find crates/pathweave-kernel/src
 	$(BIN)/maturin develop --release --quiet -E test $(EMU_FEATURES)
 	touch $(STAMP)
 
-setup: $(STAMP) kernel
+setup: $(STAMP) kernel capture-deps
+
+# tshark checks the packet captures as Wireshark reads them (tests/test_capture.py, which skips
+# those checks without it); installed from Debian's packages when missing and we are root.
+capture-deps:
+	@if ! command -v tshark >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing tshark for the capture tests"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark; } >/dev/null 2>&1 \
+	      || echo "note: tshark could not be installed; the capture tests that need it skip"; \
+	  else \
+	    echo "note: tshark is missing (root and apt-get install it); the capture tests that need it skip"; \
+	  fi; \
+	fi
 
 kernel-deps:
 	@if ! { $(KERNEL_BPF_OK); }; then \

@@ -71,6 +71,23 @@ class _Series(TypedDict):
 class PathweaveError(Exception):
     """Base class of every error raised by pathweave."""
 
+class _CaptureFile(TypedDict):
+    name: str
+    link: str
+    direction: str
+    packets: int
+    bytes: int
+    truncated: bool
+
+class _CaptureSummary(TypedDict):
+    """What ``Simulation.finish_capture()`` returns."""
+
+    files: list[_CaptureFile]
+    log_rows: int
+    log_truncated: bool
+    log: _Table
+    warnings: list[str]
+
 class ScenarioError(PathweaveError):
     """A scenario could not be read or is invalid; ``str()`` is the full message."""
 
@@ -146,6 +163,12 @@ class Scenario:
     def series_rows_per_sample(self) -> int:
         """The most time-series rows one sample adds (what ``[series]`` records)."""
     @property
+    def has_capture(self) -> bool:
+        """Whether the scenario has a ``[capture]`` table."""
+    @property
+    def capture_events(self) -> bool:
+        """Whether ``[capture]`` asks for the queue log (``events = true``)."""
+    @property
     def source(self) -> str: ...
     @property
     def trace_files(self) -> list[str]:
@@ -196,5 +219,13 @@ class Simulation:
     def take_series(self) -> _Series:
         """Move out the time series sampled since the start or the previous call; later
         ``results()`` hold only rows sampled after it."""
+    def start_capture(self, directory: str | os.PathLike[str]) -> None:
+        """Capture the run into ``directory`` (which exists) as ``[capture]`` asks."""
+    def take_packet_log(self) -> _Table:
+        """Move out the queue log's rows recorded since the last call."""
+    def take_capture_warnings(self) -> list[str]:
+        """The capture's warnings since the last call."""
+    def finish_capture(self) -> _CaptureSummary:
+        """End the capture and close its files."""
     def check_conservation(self) -> None:
         """Raise PathweaveError if some packet is unaccounted for."""

@@ -23,13 +23,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pathweave import _core
 from pathweave._core import PathweaveError, Scenario, Simulation
+from pathweave.capture import CAPTURE_MARKER, CaptureWriter, is_capture_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -172,6 +173,7 @@ def run(
     out: str | os.PathLike[str] | None = None,
     format: Format = "parquet",
     plot: bool = False,
+    pcap: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Run a scenario to its end and return its results.
 
@@ -189,27 +191,70 @@ def run(
     ``out`` must be absent, empty or hold earlier results (and be neither a symbolic link nor
     the current directory). The returned ``Result`` reads its
     time series back from ``out`` when they are first used.
+
+    With ``pcap``, the run is captured into that directory (docs/capture.md): a pcapng file
+    per captured link direction and, if ``[capture]`` asks for it, the queue log
+    ``packets.parquet``, as the scenario's ``[capture]`` table says (every link direction
+    with the defaults without one). Without ``pcap``, a scenario with ``[capture]`` run with
+    ``out`` is captured into ``out/capture``. The capture directory, too, appears only once
+    the run is complete, and must be absent, empty or hold an earlier capture.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
-    if out is None:
+    if out is not None and format not in ("parquet", "csv"):
+        raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
+    with ExitStack() as stack:
+        tmp = None if out is None else stack.enter_context(_atomic_directory(Path(out)))
+        capture_dir: Path | None = None
+        if pcap is not None:
+            capture_dir = stack.enter_context(_atomic_directory(Path(pcap), marker=CAPTURE_MARKER))
+        elif tmp is not None and scenario.has_capture:
+            capture_dir = tmp / "capture"
+            capture_dir.mkdir()
         sim = Simulation(scenario, seed)
-        wall_s = _drive(sim, progress, on_progress)
+        capture = None if capture_dir is None else CaptureWriter(sim, scenario, capture_dir)
+        try:
+            result = _run_to_end(sim, scenario, tmp, format, progress, on_progress, capture)
+            if capture is not None:
+                result.capture = capture.finish()
+            if tmp is not None:
+                result._write_files(tmp, format, plot=plot, series=False)
+        except BaseException:
+            if capture is not None:
+                capture.abort()
+            raise
+    if out is not None:
+        result._series_moved(Path(out))
+    return result
+
+
+def _run_to_end(
+    sim: Simulation,
+    scenario: Scenario,
+    tmp: Path | None,
+    format: Format,
+    progress: bool,
+    on_progress: Callable[[Progress], None] | None,
+    capture: CaptureWriter | None,
+) -> Result:
+    """Drive ``sim`` to its end, streaming its time series into ``tmp`` if given and the
+    capture's queue log as it goes; check conservation and gather the results."""
+    if tmp is None:
+        after = None if capture is None else capture.chunk
+        wall_s = _drive(sim, progress, on_progress, after)
         sim.check_conservation()
         return Result(scenario, sim.results(), wall_s)
-    if format not in ("parquet", "csv"):
-        raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
-    target = Path(out)
-    with _atomic_directory(target) as tmp:
-        sim = Simulation(scenario, seed)
-        with _SeriesWriter(tmp, format) as series:
-            wall_s = _drive(sim, progress, on_progress, lambda: series.write(sim.take_series()))
+    with _SeriesWriter(tmp, format) as series:
+
+        def after_chunk() -> None:
             series.write(sim.take_series())
-        sim.check_conservation()
-        result = Result(scenario, sim.results(), wall_s, series=series.files(tmp))
-        result._write_files(tmp, format, plot=plot, series=False)
-    result._series_moved(target)
-    return result
+            if capture is not None:
+                capture.chunk()
+
+        wall_s = _drive(sim, progress, on_progress, after_chunk)
+        series.write(sim.take_series())
+    sim.check_conservation()
+    return Result(scenario, sim.results(), wall_s, series=series.files(tmp))
 
 
 def _drive(
@@ -473,6 +518,8 @@ class Result:
         self.subflows = _frame(raw["subflows"])
         self.links = _frame(raw["links"])
         self.fairness = _frame(raw["fairness"])
+        self.capture: dict[str, Any] | None = None
+        """What the run's capture wrote (``capture.json``), if it was captured."""
         # The series in memory, or (streamed by `run(out=...)`) the files to read them from.
         self._series: dict[str, pd.DataFrame] = {}
         self._series_files: dict[str, _SeriesFile] = dict(series or {})
@@ -536,7 +583,7 @@ class Result:
 
     def manifest(self, format: Format = "parquet") -> dict[str, Any]:
         """What ``run.json`` holds. Only ``wall_time_s`` differs between identical runs."""
-        return {
+        out: dict[str, Any] = {
             "scenario": self.scenario_name,
             "description": self.scenario.description,
             "source": self.scenario.source,
@@ -547,6 +594,16 @@ class Result:
             "stats": self.stats,
             "wall_time_s": self.wall_time_s,
         }
+        if self.capture is not None:
+            # Where the capture went is the caller's choice (`--pcap` or `capture/`); what it
+            # holds, and whether a limit cut it short, is part of the run.
+            out["capture"] = {
+                "files": [f["name"] for f in self.capture["files"]],
+                "truncated_files": [f["name"] for f in self.capture["files"] if f["truncated"]],
+                "packet_log_rows": self.capture["packet_log_rows"],
+                "packet_log_truncated": self.capture["packet_log_truncated"],
+            }
+        return out
 
     def write(
         self,
@@ -636,7 +693,11 @@ def check_output_directory(target: Path, marker: str = "run.json") -> None:
                 "would replace it, so choose another directory or remove it"
             )
         ours = _RESULT_FILES.get(marker, frozenset({marker}))
-        foreign = [n for n in names if n not in ours]
+        if marker == CAPTURE_MARKER:
+            foreign = [n for n in names if not is_capture_file(n)]
+        else:
+            # A run's results may hold its capture, in `capture/`.
+            foreign = [n for n in names if n not in ours and n != "capture"]
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise FileExistsError(

@@ -51,6 +51,7 @@ from pathweave.api import (
     read_scenario_text,
     run,
 )
+from pathweave.capture import CAPTURE_MARKER
 from pathweave.catalog import ENV_SCENARIOS
 from pathweave.compare import DEFAULT_ALGORITHMS
 from pathweave.emulate import EmulatedResult
@@ -195,6 +196,14 @@ def _parser() -> argparse.ArgumentParser:
         help="table file format (default: parquet)",
     )
     run_p.add_argument("--plot", action="store_true", help="also draw run.png in the output")
+    run_p.add_argument(
+        "--pcap",
+        type=Path,
+        metavar="DIR",
+        help="capture the run into DIR: a pcapng file per link direction and, with [capture] "
+        "events = true, the queue log packets.parquet (default with [capture]: "
+        "<output>/capture); replaced if it holds an earlier capture",
+    )
     run_p.add_argument(
         "--quiet",
         action="store_true",
@@ -674,6 +683,12 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as e:
         _error(f"--out: {e}")
         return EXIT_BAD_INPUT
+    if args.pcap is not None:
+        try:
+            check_output_directory(args.pcap, marker=CAPTURE_MARKER)
+        except OSError as e:
+            _error(f"--pcap: {e}")
+            return EXIT_BAD_INPUT
     show_progress = not args.quiet and sys.stderr.isatty()
     try:
         # The time series go to their files while the run goes, so memory stays flat.
@@ -684,6 +699,7 @@ def _run(args: argparse.Namespace) -> int:
             out=out,
             format=args.format,
             plot=args.plot,
+            pcap=args.pcap,
         )
     except OSError as e:
         _error(f"cannot write results to {out}: {e}")
@@ -944,6 +960,17 @@ def _summary(result: Result, out: Path, fmt: str) -> None:
             f"({stats['events']:,} events, {result.events_per_s / 1e6:.2f} M events/s)"
         )
     console.print(Text(f"results ({fmt}) written to {out}"))
+    capture = getattr(result, "capture", None)
+    if capture is not None:
+        files = capture["files"]
+        packets = sum(f["packets"] for f in files)
+        log = capture["packet_log_rows"]
+        console.print(
+            Text(
+                f"capture: {len(files)} pcapng files, {packets:,} packets"
+                + (f", {log:,} queue-log rows" if capture["packet_log"] else "")
+            )
+        )
 
 
 def _flow_table(result: Result) -> Table:

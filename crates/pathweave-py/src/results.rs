@@ -9,6 +9,7 @@
 //! Every table is destructured exhaustively, so a column added in pathweave-sim is a compile
 //! error here until it is exported too.
 
+use pathweave_sim::capture::PacketLog;
 use pathweave_sim::results::{
     FlowSeries, FlowTable, GroupFairness, LinkSeries, LinkTable, RunStats, SeriesChunk,
     SubflowSeries, SubflowTable,
@@ -43,6 +44,7 @@ macro_rules! column {
 column!(f64, "<f8");
 column!(u64, "<u8");
 column!(u32, "<u4");
+column!(u8, "|u1");
 
 /// Builds one table: a dict from column name to column.
 struct Table<'py> {
@@ -357,4 +359,31 @@ pub(crate) fn results_dict<'py>(
     stats.set_item("peak_packets", peak_packets)?;
     out.set_item("stats", stats)?;
     Ok(out)
+}
+
+/// The queue log's columns as they leave the simulator: `link_dir` (`2·link + reverse`) and
+/// `event` (a code into `LOG_EVENTS`) are turned into names on the Python side.
+pub(crate) fn packet_log_dict<'py>(py: Python<'py>, l: &PacketLog) -> PyResult<Bound<'py, PyDict>> {
+    let PacketLog {
+        time_s,
+        link_dir,
+        flow,
+        subflow,
+        sequence,
+        bytes,
+        event,
+        queue_bytes,
+        queue_packets,
+    } = l;
+    Ok(Table::new(py)
+        .num("time_s", time_s)?
+        .num("link_dir", link_dir)?
+        .num("flow", flow)?
+        .num("subflow", subflow)?
+        .num("sequence", sequence)?
+        .num("bytes", bytes)?
+        .num("event", event)?
+        .num("queue_bytes", queue_bytes)?
+        .num("queue_packets", queue_packets)?
+        .dict)
 }

@@ -73,6 +73,18 @@ impl PyScenario {
         self.inner.links.iter().map(|l| l.name.clone()).collect()
     }
 
+    /// Whether the scenario has a `[capture]` table.
+    #[getter]
+    fn has_capture(&self) -> bool {
+        self.inner.capture.is_some()
+    }
+
+    /// Whether `[capture]` asks for the queue log (`events = true`).
+    #[getter]
+    fn capture_events(&self) -> bool {
+        self.inner.capture.as_ref().is_some_and(|c| c.events)
+    }
+
     /// The most time-series rows one sample adds: one per recorded flow, one per subflow of a
     /// recorded TCP flow and one per recorded link direction (see `[series]`).
     #[getter]

@@ -8,13 +8,15 @@
 //!   raises `PathweaveError` instead of touching state the panic may have left inconsistent.
 
 use crate::errors::{guard, pathweave_error};
-use crate::results::{results_dict, series_dict};
+use crate::results::{packet_log_dict, results_dict, series_dict};
 use crate::scenario::PyScenario;
 use pathweave_cc::Instant;
+use pathweave_sim::capture::CaptureSpec;
 use pathweave_sim::Simulation;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3::types::PyList;
 use std::panic::AssertUnwindSafe;
 
 /// A running simulation of a scenario.
@@ -158,6 +160,65 @@ impl PySimulation {
     fn take_series<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let chunk = self.with_sim(|s| s.take_series())?;
         series_dict(py, &chunk, &self.scenario.get().inner.series)
+    }
+
+    /// Capture this run into the existing directory `directory` as the scenario's
+    /// `[capture]` asks (every link direction with the defaults without one): a pcapng file
+    /// per link direction and, with `events`, the queue log for `take_packet_log`. Only
+    /// before the first `advance`. Raises PathweaveError if the files cannot be created.
+    fn start_capture(&mut self, directory: std::path::PathBuf) -> PyResult<()> {
+        let spec = {
+            let sc = &self.scenario.get().inner;
+            sc.capture
+                .clone()
+                .unwrap_or_else(|| CaptureSpec::everything(sc.links.len()))
+        };
+        self.with_sim(|s| s.start_capture(&spec, &directory))?
+            .map_err(pathweave_error)
+    }
+
+    /// Move out the queue log's rows recorded since the start or the previous call: a dict
+    /// of columns (`time_s`, `link_dir`, `flow`, `subflow`, `sequence`, `bytes`, `event`,
+    /// `queue_bytes`, `queue_packets`; `link_dir` is 2·link + reverse, `event` a code
+    /// 0 enqueue, 1 drop, 2 dequeue). With a capture whose queue log is on, `advance` may
+    /// return before its target time once many rows wait here.
+    fn take_packet_log<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let log = self.with_sim(|s| s.take_packet_log())?;
+        packet_log_dict(py, &log)
+    }
+
+    /// The capture's warnings raised since the last call (a file that reached max_bytes, the
+    /// queue log reaching max_events), one line each.
+    fn take_capture_warnings(&mut self) -> PyResult<Vec<String>> {
+        self.with_sim(|s| s.take_capture_warnings())
+    }
+
+    /// End the capture and close its files: a dict with `files` (a list of dicts: `name`,
+    /// `link`, `direction`, `packets`, `bytes`, `truncated`), `log_rows`, `log_truncated`,
+    /// the queue log's last rows as `log` and the last `warnings`. Raises PathweaveError if a
+    /// file could not be written.
+    fn finish_capture<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (summary, log, warnings) = self
+            .with_sim(|s| s.finish_capture())?
+            .map_err(pathweave_error)?;
+        let out = PyDict::new(py);
+        let files = PyList::empty(py);
+        for f in &summary.files {
+            let d = PyDict::new(py);
+            d.set_item("name", &f.name)?;
+            d.set_item("link", &f.link)?;
+            d.set_item("direction", &f.direction)?;
+            d.set_item("packets", f.packets)?;
+            d.set_item("bytes", f.bytes)?;
+            d.set_item("truncated", f.truncated)?;
+            files.append(d)?;
+        }
+        out.set_item("files", files)?;
+        out.set_item("log_rows", summary.log_rows)?;
+        out.set_item("log_truncated", summary.log_truncated)?;
+        out.set_item("log", packet_log_dict(py, &log)?)?;
+        out.set_item("warnings", warnings)?;
+        Ok(out)
     }
 
     /// Check that every packet sent is accounted for (delivered, dropped or still in a link).

@@ -2,7 +2,10 @@
 //! this binary so its peak memory is the simulator's alone.
 //!
 //! `cargo run --release -p pathweave-sim --example run -- FILE [--seed N] [--json]
-//! [--link NAME[,NAME...]] [--series-out DIR]`
+//! [--link NAME[,NAME...]] [--series-out DIR] [--pcap DIR]`
+//!
+//! With `--pcap`, the run captures into DIR as the scenario's `[capture]` asks (every link
+//! direction without one) and prints what it wrote on stderr.
 //!
 //! Bottleneck packets are those the named links (default: the link named "bottleneck")
 //! delivered in their forward direction, summed over the links.
@@ -15,6 +18,7 @@
 #![allow(clippy::disallowed_methods)] // a benchmark reads the wall clock
 
 use pathweave_cc::Duration;
+use pathweave_sim::capture::CaptureSpec;
 use pathweave_sim::results::SeriesChunk;
 use pathweave_sim::{Scenario, Simulation};
 use std::fmt::Write as _;
@@ -131,6 +135,7 @@ fn main() {
     let mut json = false;
     let mut link = None;
     let mut series_out = None;
+    let mut pcap = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -144,6 +149,7 @@ fn main() {
                 }
             },
             "--series-out" => series_out = it.next().cloned(),
+            "--pcap" => pcap = it.next().cloned(),
             _ if file.is_none() => file = Some(a.clone()),
             _ => {
                 eprintln!("unexpected argument '{a}'");
@@ -152,7 +158,7 @@ fn main() {
         }
     }
     let Some(path) = file else {
-        eprintln!("usage: run FILE [--seed N] [--json] [--link NAME[,NAME...]] [--series-out DIR]");
+        eprintln!("usage: run FILE [--seed N] [--json] [--link NAME[,NAME...]] [--series-out DIR] [--pcap DIR]");
         std::process::exit(2);
     };
     let sc = match Scenario::load(std::path::Path::new(&path)) {
@@ -187,14 +193,49 @@ fn main() {
         }
     };
     let mut sim = Simulation::new(&sc, seed);
+    if let Some(dir) = &pcap {
+        let spec = sc
+            .capture
+            .clone()
+            .unwrap_or_else(|| CaptureSpec::everything(sc.links.len()));
+        let made = std::fs::create_dir_all(dir).map_err(|e| e.to_string());
+        if let Err(e) = made.and_then(|()| sim.start_capture(&spec, Path::new(dir))) {
+            eprintln!("--pcap {dir}: {e}");
+            std::process::exit(2);
+        }
+    }
     let mut series_rows = 0;
+    let mut log_rows = 0;
     while !sim.finished() {
         sim.run_until(sim.now() + Duration::from_secs(1));
+        log_rows += sim.take_packet_log().len();
+        for w in sim.take_capture_warnings() {
+            eprintln!("{w}");
+        }
         let chunk = sim.take_series();
         series_rows += rows(&chunk);
         if let Some(Err(e)) = files.as_mut().map(|f| f.write(&chunk)) {
             eprintln!("cannot write the series: {e}");
             std::process::exit(2);
+        }
+    }
+    if pcap.is_some() {
+        match sim.finish_capture() {
+            Ok((summary, log, warnings)) => {
+                log_rows += log.len();
+                for w in warnings {
+                    eprintln!("{w}");
+                }
+                let packets: u64 = summary.files.iter().map(|f| f.packets).sum();
+                eprintln!(
+                    "capture: {} files, {packets} packets, {log_rows} queue-log rows",
+                    summary.files.len()
+                );
+            }
+            Err(e) => {
+                eprintln!("capture: {e}");
+                std::process::exit(1);
+            }
         }
     }
     let wall = t0.elapsed().as_secs_f64();

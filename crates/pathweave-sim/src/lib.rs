@@ -5,11 +5,13 @@
 //! * [`link`], [`red`], [`tcp`], [`quic`] and [`udp`] are the network elements and endpoints.
 //! * [`event`], [`packet`] and [`net`] are the engine: integer-nanosecond time, at most one
 //!   pending event per component, packets carried in their link slots.
+//! * [`capture`] writes pcapng captures of link directions and the per-packet queue log.
 //! * [`hugepages`] is a global allocator that binaries install to back many-flow runs with
 //!   huge pages.
 //!
 //! The same scenario and seed always give the same results, bit for bit.
 
+pub mod capture;
 pub mod event;
 pub mod hugepages;
 pub mod link;

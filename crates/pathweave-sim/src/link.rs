@@ -584,6 +584,58 @@ impl LinkDir {
         }
     }
 
+    /// [`LinkDir::advance`] for a capture's queue log: calls `f` with each packet whose
+    /// transmission has started by `now` and that was still counted as waiting, in order,
+    /// as its start, word, size, tag and the packets and bytes waiting behind it.
+    pub(crate) fn advance_logged(
+        &mut self,
+        now: Instant,
+        mut f: impl FnMut(Instant, u64, u32, u32, (u32, u64)),
+    ) {
+        while (self.started as usize) < self.ring.len() {
+            let s = *self.ring.at(self.started as usize);
+            if s.start > now {
+                break;
+            }
+            self.waiting_bytes -= s.bytes() as u64;
+            self.started += 1;
+            f(
+                s.start,
+                s.word,
+                s.bytes(),
+                s.hop,
+                (self.waiting_pkts(), self.waiting_bytes),
+            );
+        }
+    }
+
+    /// The transmission start of the packet at the head (the next to reach the far end).
+    pub(crate) fn head_start(&self) -> Option<Instant> {
+        (self.ring.len != 0).then_some(self.ring.first.start)
+    }
+
+    /// Whether the head packet has reached the far end by `now` (what
+    /// [`LinkDir::pop_arrived`] would take).
+    pub(crate) fn head_arrived(&self, now: Instant) -> bool {
+        self.ring.len != 0 && self.ring.first.arrive <= now
+    }
+
+    /// The head packet's size and whether it is lost on the wire.
+    pub(crate) fn head_size(&self) -> (u32, bool) {
+        (self.ring.first.bytes(), self.ring.first.lost())
+    }
+
+    /// The propagation delay now.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// Drops so far by cause: overflow, RED early, RED forced.
+    pub(crate) fn drop_causes(&self) -> (u64, u64, u64) {
+        let c = &self.counts;
+        (c.drops_overflow, c.drops_early, c.drops_forced)
+    }
+
     /// Packets and bytes waiting at `now` (not counting the one being transmitted).
     pub fn queue_len(&mut self, now: Instant) -> (u32, Bytes) {
         self.advance(now);

@@ -10,6 +10,7 @@
 //! blocks or a finite receive window is kept whole in the packet pool, and carries its
 //! handle instead. So the common packet is written and read nowhere but in link slots.
 
+use crate::capture::{Capture, DropCause, Held, NetView};
 use crate::event::Scheduler;
 use crate::link::{LinkDir, Offer};
 use crate::packet::{Packet, PacketId, PacketKind, PacketPool};
@@ -133,6 +134,9 @@ pub struct Net {
     /// Data packets dropped (queue or wire), per route: a subflow's data route counts its
     /// own drops.
     pub route_drops: Vec<u64>,
+    /// The capture, when one is on: [`Net::send`] tests it, and the event loop that
+    /// captures calls [`Net::link_arrival_captured`] instead of [`Net::link_arrival`].
+    pub(crate) capture: Option<Box<Capture>>,
 }
 
 impl Net {
@@ -141,7 +145,7 @@ impl Net {
 
     /// Marks, in the tag a link direction holds with a packet (its hop position), a packet
     /// kept in the pool, whose eight bytes are its handle.
-    const POOLED: u32 = 1 << 31;
+    pub(crate) const POOLED: u32 = 1 << 31;
 
     /// An idle network at time zero over `links`, with `routes` as lists of link-direction
     /// indices (a packet names its route by its index in this list, and every route has a
@@ -194,6 +198,7 @@ impl Net {
             counters: Conservation::default(),
             flow_drops: vec![0; flows],
             route_drops: vec![0; routes.len()],
+            capture: None,
         }
     }
 
@@ -211,7 +216,79 @@ impl Net {
         } else {
             (p.seq as u32 as u64 | (p.dsn as u32 as u64) << 32, hop)
         };
+        if self.capture.is_some() {
+            return self.offer_captured(link as usize, word, p.size, tag);
+        }
         self.offer(link as usize, word, p.size, tag);
+    }
+
+    /// [`Net::offer`] with the capture on: the transmissions started before `now` are
+    /// logged, then the packet's enqueue or its drop (which its link direction's capture
+    /// file records too).
+    #[cold]
+    #[inline(never)]
+    fn offer_captured(&mut self, link: usize, word: u64, size: u32, tag: u32) {
+        let Some(mut cap) = self.capture.take() else {
+            return self.offer(link, word, size, tag);
+        };
+        let now = self.now;
+        let captured = cap.captures(link);
+        let view = NetView {
+            hop_route: &self.hop_route,
+            routes: &self.routes,
+            pool: &self.pool,
+        };
+        let before = if captured {
+            cap.advance(link, &mut self.links[link], now, &view);
+            Some((
+                self.links[link].queue_len(now),
+                self.links[link].drop_causes(),
+            ))
+        } else {
+            None
+        };
+        let offer = self.links[link].offer(word, size, tag, now, &mut self.sched);
+        if let Some(((waiting, _), causes)) = before {
+            let held = Held { word, size, tag };
+            let (p, b) = self.links[link].queue_len(now);
+            match offer {
+                Offer::Accepted => cap.on_enqueue(link, now, held, (p, b.0), p == waiting, &view),
+                Offer::Dropped => {
+                    let after = self.links[link].drop_causes();
+                    let cause = if after.1 > causes.1 {
+                        DropCause::Early
+                    } else if after.2 > causes.2 {
+                        DropCause::Forced
+                    } else {
+                        DropCause::Overflow
+                    };
+                    cap.on_drop(link, now, held, cause, (p, b.0), &view);
+                }
+            }
+        }
+        self.capture = Some(cap);
+        if offer == Offer::Dropped {
+            self.drop_packet(word, tag, false);
+        }
+    }
+
+    /// Log, at every captured link direction, the transmissions started by `now`: before
+    /// anything else reads a link's queue (a sample, a change to the link).
+    pub(crate) fn capture_advance_all(&mut self) {
+        let Some(mut cap) = self.capture.take() else {
+            return;
+        };
+        let view = NetView {
+            hop_route: &self.hop_route,
+            routes: &self.routes,
+            pool: &self.pool,
+        };
+        for (d, link) in self.links.iter_mut().enumerate() {
+            if cap.captures(d) {
+                cap.advance(d, link, self.now, &view);
+            }
+        }
+        self.capture = Some(cap);
     }
 
     /// Drop the packet of `word` and `tag`: queueing, or on the wire.
@@ -248,6 +325,21 @@ impl Net {
     /// packet is due. Moving a packet on reads only the link's record of it.
     #[inline(always)]
     pub fn link_arrival(&mut self, l: usize) -> Option<Option<Delivered>> {
+        self.arrival::<false>(l)
+    }
+
+    /// [`Net::link_arrival`] with the capture on: the packet is recorded at its link
+    /// direction's egress, and handed on through [`Net::offer_captured`].
+    #[inline(never)]
+    pub fn link_arrival_captured(&mut self, l: usize) -> Option<Option<Delivered>> {
+        self.arrival::<true>(l)
+    }
+
+    #[inline(always)]
+    fn arrival<const CAPTURE: bool>(&mut self, l: usize) -> Option<Option<Delivered>> {
+        if CAPTURE {
+            self.capture_egress(l);
+        }
         let link = &mut self.links[l];
         let Some(a) = link.pop_arrived(self.now) else {
             link.rearm(&mut self.sched);
@@ -261,7 +353,11 @@ impl Net {
         let hop = (a.hop & !Self::POOLED) + 1;
         match Self::next(self.hops[hop as usize]) {
             Next::Link(link) => {
-                self.offer(link, a.word, a.size, hop | pooled);
+                if CAPTURE {
+                    self.offer_captured(link, a.word, a.size, hop | pooled);
+                } else {
+                    self.offer(link, a.word, a.size, hop | pooled);
+                }
                 Some(None)
             }
             Next::Flow(flow) => {
@@ -284,6 +380,36 @@ impl Net {
                 }))
             }
         }
+    }
+
+    /// Before link direction `l` hands on its head packet: log the transmissions started by
+    /// now and, if the head has arrived, record it in the capture, stamped with its
+    /// transmission end (its arrival less the propagation delay, never before it started).
+    #[cold]
+    fn capture_egress(&mut self, l: usize) {
+        let Some(mut cap) = self.capture.take() else {
+            return;
+        };
+        if cap.captures(l) {
+            let now = self.now;
+            let view = NetView {
+                hop_route: &self.hop_route,
+                routes: &self.routes,
+                pool: &self.pool,
+            };
+            let link = &mut self.links[l];
+            cap.advance(l, link, now, &view);
+            if let (Some(start), Some((word, tag))) = (link.head_start(), link.head_tag()) {
+                if link.head_arrived(now) {
+                    let ts = Instant(now.0.saturating_sub(link.delay().0))
+                        .max(start)
+                        .min(now);
+                    let (size, lost) = link.head_size();
+                    cap.on_egress(l, ts, Held { word, size, tag }, lost, &view);
+                }
+            }
+        }
+        self.capture = Some(cap);
     }
 
     /// The pooled packet of handle `id` (see [`Delivered::pooled`]), given back to the pool.

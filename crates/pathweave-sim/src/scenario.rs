@@ -7,9 +7,10 @@
 //!
 //! The reader follows the file format's sections, one file each under `scenario/`: `values`
 //! (units, expressions, `count`), `document` (the top-level table), `links` (links and queues),
-//! `loss`, `flows` (flows, traffic and paths), `control` (congestion controllers) and `series`
-//! (what the time series record).
+//! `loss`, `flows` (flows, traffic and paths), `control` (congestion controllers), `series`
+//! (what the time series record) and `capture` (packet captures and the queue log).
 
+mod capture;
 mod control;
 mod document;
 mod file;
@@ -19,6 +20,7 @@ mod loss;
 mod series;
 mod values;
 
+pub use capture::CAPTURE_KEYS;
 pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec};
 pub(crate) use file::read_regular_file;
 pub use file::{read_scenario_file, MAX_FILE_BYTES};
@@ -123,6 +125,8 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
     /// What the time series record.
     pub series: SeriesSpec,
+    /// `[capture]`: what is captured when a capture directory is given.
+    pub capture: Option<crate::capture::CaptureSpec>,
 }
 
 impl Scenario {

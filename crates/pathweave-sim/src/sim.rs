@@ -1,6 +1,7 @@
 //! A simulation: the network built from a [`Scenario`], the endpoints, the timeline of link
 //! changes and the sampler, driven by one event loop.
 
+use crate::capture::{Capture, CaptureSpec, CaptureSummary, PacketLog};
 use crate::event::{ComponentId, Kind, Scheduler, Timer};
 use crate::link::LinkDir;
 use crate::net::{Net, Next, RouteInfo};
@@ -16,6 +17,7 @@ use crate::udp::{CbrSender, CbrSink};
 use pathweave_cc::cc::multipath::MultipathController;
 use pathweave_cc::cc::PathId;
 use pathweave_cc::Instant;
+use std::path::Path;
 
 /// A flow's endpoints, one entry of the flow table that every packet's delivery indexes.
 /// `#[repr(u8)]` fixes the layout: the tag, then a TCP flow's sender pointer and its receiver
@@ -126,6 +128,10 @@ const SAMPLE_AHEAD: usize = 8;
 /// reads miss; at 1,000 multipath connections they still fit, and the prefetches cost 6 % of
 /// the wall time instead of saving any (15 % at 8 flows).
 const PREFETCH_MIN_FLOWS: usize = 4096;
+
+/// Rows of the queue log after which the capturing event loop hands control back (see
+/// [`Simulation::run_capturing`]): about 40 MB of columns.
+pub const LOG_CHUNK_ROWS: usize = 1 << 20;
 
 impl Simulation {
     /// Build the network of `scenario`; `seed` overrides the scenario's own.
@@ -344,12 +350,86 @@ impl Simulation {
     /// Run until `limit` (or the end, whichever is first).
     pub fn run_until(&mut self, limit: Instant) {
         let limit = limit.min(self.end);
-        if self.prefetch {
+        if self.net.capture.is_some() {
+            if self.run_capturing(limit) {
+                return;
+            }
+        } else if self.prefetch {
             self.run_prefetching(limit);
         } else {
             self.run_plain(limit);
         }
         self.net.now = limit;
+    }
+
+    /// The event loop with the capture on; it returns early (true), at the time of the last
+    /// event handled, once the queue log holds [`LOG_CHUNK_ROWS`] rows not yet taken, so a
+    /// driver that takes them after each call keeps its memory bounded.
+    #[inline(never)]
+    fn run_capturing(&mut self, limit: Instant) -> bool {
+        while let Some((t, c)) = self.net.sched.pop_until(limit) {
+            self.net.now = t;
+            self.dispatch::<true>(c);
+            if self
+                .net
+                .capture
+                .as_ref()
+                .is_some_and(|c| c.log_pending() >= LOG_CHUNK_ROWS)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Capture the packets of this run into `dir` (an existing, writable directory) as
+    /// `spec` asks (see [`crate::capture`]). Only before the run has started.
+    pub fn start_capture(&mut self, spec: &CaptureSpec, dir: &Path) -> Result<(), String> {
+        if self.net.now != Instant::ZERO || self.net.counters.created != 0 {
+            return Err("a capture must start before the simulation runs".to_string());
+        }
+        let cap = Capture::new(&self.scenario, self.seed, spec, dir, self.net.links.len())
+            .map_err(|e| format!("cannot create the capture files in {}: {e}", dir.display()))?;
+        self.net.capture = Some(Box::new(cap));
+        Ok(())
+    }
+
+    /// Whether a capture is on.
+    pub fn capturing(&self) -> bool {
+        self.net.capture.is_some()
+    }
+
+    /// Move out the queue log's rows recorded since the start or the previous call.
+    pub fn take_packet_log(&mut self) -> PacketLog {
+        self.net.capture_advance_all();
+        self.net
+            .capture
+            .as_mut()
+            .map(|c| c.take_log())
+            .unwrap_or_default()
+    }
+
+    /// Move out the capture's warnings raised since the last call.
+    pub fn take_capture_warnings(&mut self) -> Vec<String> {
+        self.net
+            .capture
+            .as_mut()
+            .map(|c| c.take_warnings())
+            .unwrap_or_default()
+    }
+
+    /// End the capture: log the transmissions started by now, write what is held back and
+    /// close the files. The queue log's last rows stay for [`Simulation::take_packet_log`]
+    /// until this call, which returns them with the summary.
+    pub fn finish_capture(&mut self) -> Result<(CaptureSummary, PacketLog, Vec<String>), String> {
+        self.net.capture_advance_all();
+        let Some(mut cap) = self.net.capture.take() else {
+            return Err("no capture is on".to_string());
+        };
+        let log = cap.take_log();
+        let warnings = cap.take_warnings();
+        let summary = cap.finish()?;
+        Ok((summary, log, warnings))
     }
 
     // Each loop out of line, on its own: the compiler then inlines into the plain loop what
@@ -372,7 +452,7 @@ impl Simulation {
                 self.prefetch_ahead();
             }
             self.net.now = t;
-            self.dispatch(c);
+            self.dispatch::<false>(c);
         }
     }
 
@@ -453,10 +533,10 @@ impl Simulation {
     }
 
     #[inline(always)]
-    fn dispatch(&mut self, c: ComponentId) {
+    fn dispatch<const CAPTURE: bool>(&mut self, c: ComponentId) {
         // Most events are a link's: one comparison tells them apart before the kind is decoded.
         if let Some(l) = c.link_index() {
-            self.on_link(l);
+            self.on_link::<CAPTURE>(l);
             return;
         }
         let i = c.index();
@@ -480,11 +560,17 @@ impl Simulation {
     /// The event of link direction `l`: hand on every packet that has reached its far end,
     /// then wait for the next one.
     #[inline(always)]
-    fn on_link(&mut self, l: usize) {
+    fn on_link<const CAPTURE: bool>(&mut self, l: usize) {
         if !self.net.links[l].fire(self.net.now) {
             return;
         }
-        while let Some(arrival) = self.net.link_arrival(l) {
+        loop {
+            let arrival = if CAPTURE {
+                self.net.link_arrival_captured(l)
+            } else {
+                self.net.link_arrival(l)
+            };
+            let Some(arrival) = arrival else { break };
             let Some(d) = arrival else { continue };
             // The flow comes from the route, and with it the kind: the endpoint is reached
             // with what the link held of the packet, unless it is an ACK kept in the pool.
@@ -520,6 +606,8 @@ impl Simulation {
         if !self.timeline_timer.fire(now) {
             return;
         }
+        // The queue log reads the transmissions started before the change re-plans them.
+        self.net.capture_advance_all();
         while let Some(&(t, k, change)) = self.timeline.get(self.timeline_pos) {
             if t > now {
                 self.timeline_timer.arm(
@@ -540,6 +628,8 @@ impl Simulation {
         if !self.sampler_timer.fire(now) {
             return;
         }
+        // The queue log reads the transmissions started before the sampler counts them out.
+        self.net.capture_advance_all();
         let t = now.as_secs_f64();
         let dt = self.scenario.sample_interval.as_secs_f64();
         // Flows and subflows outside the selection still update their counters and integrals

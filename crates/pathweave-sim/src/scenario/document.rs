@@ -26,6 +26,7 @@ impl Reader<'_> {
                 "link",
                 "flow",
                 "series",
+                "capture",
                 "sweep",
             ],
         )?;
@@ -143,6 +144,7 @@ impl Reader<'_> {
         }
         let series = self.series(root.get("series"), &links, &link_index, &flows)?;
         self.check_sample_rows(root, duration, sample_interval, &flows, &series)?;
+        let capture = self.capture(root.get("capture"), &links, &link_index)?;
         Ok(Scenario {
             source: self.file.to_string(),
             name,
@@ -153,6 +155,7 @@ impl Reader<'_> {
             links,
             flows,
             series,
+            capture,
         })
     }
 
