@@ -8,7 +8,8 @@
 //! The reader follows the file format's sections, one file each under `scenario/`: `values`
 //! (units, expressions, `count`), `document` (the top-level table), `links` (links and queues),
 //! `loss`, `flows` (flows, traffic and paths), `control` (congestion controllers) and `series`
-//! (what the time series record).
+//! (what the time series record), and `topology` (generated fabrics, routing between hosts and
+//! traffic matrices).
 
 mod control;
 mod document;
@@ -17,6 +18,7 @@ mod flows;
 mod links;
 mod loss;
 mod series;
+mod topology;
 mod values;
 
 pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec};
@@ -27,6 +29,9 @@ pub use flows::{
 };
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};
 pub use series::{Columns, SeriesSpec};
+pub use topology::{
+    TopologySpec, DEFAULT_FABRIC_DELAY, DEFAULT_FABRIC_QUEUE, MAX_SUBFLOWS, MAX_TRAFFIC_FLOWS,
+};
 
 use crate::link::Trace;
 use pathweave_cc::Duration;
@@ -122,6 +127,8 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
     /// What the time series record.
     pub series: SeriesSpec,
+    /// The generated fabric (`[topology]`), whose cables are the first links.
+    pub topology: Option<Arc<TopologySpec>>,
 }
 
 impl Scenario {
