@@ -18,12 +18,16 @@ that every unfrozen connection gets at least t and every frozen one its frozen r
 path rates y_p >= 0 within the link capacities. The connections whose constraint has a
 positive dual price cannot all exceed t in any feasible allocation (the dual bounds their
 price-weighted sum by t), so they are frozen at t; at least one is, since the prices sum to
-one. Repeat until every connection is frozen. HiGHS (``scipy.optimize.linprog``) solves each
-program. Flows from hand-written paths take part with their subflows' paths in all three.
+one. Repeat until every connection is frozen. HiGHS's interior-point solver
+(``scipy.optimize.linprog``) solves each program, without crossover to a vertex: the interior
+point's prices are strictly complementary, positive for every connection that is held to t in
+all optimal solutions, so each program freezes a whole level rather than one connection of it.
+Flows from hand-written paths take part with their subflows' paths in all three.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -31,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from scipy import sparse
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeWarning, linprog
 
 from pathweave._core import Scenario
 
@@ -43,7 +47,7 @@ IntArray = npt.NDArray[np.int64]
 # A link counts as full when its spare capacity is below this share of it.
 _FULL = 1e-9
 # A connection's dual price counts as positive above this (the prices sum to 1).
-_PRICED = 1e-7
+_PRICED = 1e-6
 
 
 @dataclass(frozen=True)
@@ -149,17 +153,27 @@ def max_min_multipath(
         if len(frozen):
             rows.append(sparse.hstack([-member[frozen], sparse.csr_array((len(frozen), 1))]))
             # A hair below the frozen rate, so rounding in earlier solutions stays feasible.
-            rhs.append(-rate[frozen] * (1 - 1e-9))
+            rhs.append(-rate[frozen] * (1 - 1e-7))
         c = np.zeros(routes + 1)
         c[-1] = -1.0
-        res = linprog(
-            c,
-            # HiGHS takes sparse matrices; scipy-stubs types A_ub as dense only.
-            A_ub=cast(Any, sparse.vstack(rows).tocsc()),
-            b_ub=np.concatenate(rhs),
-            bounds=(0, None),
-            method="highs",
-        )
+        # HiGHS takes sparse matrices; scipy-stubs types A_ub as dense only.
+        a_ub = cast(Any, sparse.vstack(rows).tocsc())
+        b_ub = np.concatenate(rhs)
+        with warnings.catch_warnings():
+            # run_crossover is passed to HiGHS as it is, with a warning that it is unknown.
+            warnings.simplefilter("ignore", OptimizeWarning)
+            res = linprog(
+                c,
+                A_ub=a_ub,
+                b_ub=b_ub,
+                bounds=(0, None),
+                method="highs-ipm",
+                options=cast(Any, {"run_crossover": "off"}),
+            )
+        if res.status != 0:
+            # The interior point did not certify optimality: a vertex solution instead, whose
+            # prices freeze at least one connection.
+            res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
         if res.status != 0 or res.x is None:
             raise RuntimeError(f"the max-min program failed: {res.message}")
         t = float(res.x[-1])

@@ -3,9 +3,9 @@
 //! Quantities cross the boundary as plain floats whose names carry the unit (`duration_s`).
 
 use crate::errors::{guard, pathweave_error, scenario_error};
+use pathweave_sim::datacenter::TopologyKind;
 use pathweave_sim::scenario::{read_scenario_file, FlowKind, MAX_FILE_BYTES};
 use pathweave_sim::Scenario;
-use pathweave_sim::datacenter::TopologyKind;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::{Path, PathBuf};
@@ -153,11 +153,15 @@ impl PyScenario {
         let (mut flows, mut starts, mut dirs) = (Vec::new(), vec![0u64], Vec::new());
         let fabric = self.inner.topology.as_ref().map(|t| &t.fabric);
         let mut hops = Vec::new();
-        let mut push = |flow: usize, path: &[pathweave_sim::scenario::Hop], starts: &mut Vec<u64>| {
-            flows.push(flow as u32);
-            dirs.extend(path.iter().map(|h| (2 * h.link + h.reverse as usize) as u32));
-            starts.push(dirs.len() as u64);
-        };
+        let mut push =
+            |flow: usize, path: &[pathweave_sim::scenario::Hop], starts: &mut Vec<u64>| {
+                flows.push(flow as u32);
+                dirs.extend(
+                    path.iter()
+                        .map(|h| (2 * h.link + h.reverse as usize) as u32),
+                );
+                starts.push(dirs.len() as u64);
+            };
         for (i, f) in self.inner.flows.iter().enumerate() {
             if matches!(f.kind, FlowKind::Cbr { .. }) {
                 continue;
