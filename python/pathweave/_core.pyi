@@ -171,6 +171,15 @@ class Scenario:
     @property
     def source(self) -> str: ...
     @property
+    def topology(self) -> dict[str, Any] | None:
+        """The generated fabric (type, parameters, hosts, switches, links, notes), or None."""
+    @property
+    def link_direction_rates_bps(self) -> list[int]:
+        """Each link direction's rate at time zero; direction 2k is link k forward."""
+    def flow_routes(self, equal_cost: bool = False) -> tuple[list[int], list[int], list[int]]:
+        """The congestion-controlled flows' routes, flattened: (flow of each route, route
+        starts, link directions); with ``equal_cost``, every equal-cost path of a routed flow."""
+    @property
     def trace_files(self) -> list[str]:
         """The trace files its links replay, as resolved when read, sorted, each once."""
 

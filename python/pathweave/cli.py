@@ -35,7 +35,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -665,7 +665,23 @@ def _validate(args: argparse.Namespace) -> int:
         f"{scenario.source}: ok ({scenario.name}: {len(scenario.link_names)} links, "
         f"{len(scenario.flow_names)} flows, {scenario.duration_s:g} s)"
     )
+    topology = scenario.topology
+    if topology is not None:
+        print(
+            f"topology: {_topology_label(topology)}: {topology['hosts']} hosts, "
+            f"{topology['switches']} switches, {topology['links']} links"
+        )
+        for note in topology["notes"]:
+            _error(f"note: {note}")
     return 0
+
+
+def _topology_label(topology: dict[str, Any]) -> str:
+    """``fat-tree k=4``, ``vl2 da=4 di=4 hosts_per_tor=20``, ``bcube n=4 k=1``."""
+    params = [k for k in ("k", "da", "di", "hosts_per_tor", "n") if k in topology]
+    if topology["type"] == "bcube":
+        params = ["n", "k"]
+    return " ".join([str(topology["type"]), *(f"{k}={topology[k]}" for k in params)])
 
 
 def _default_out(name: str) -> Path:
@@ -955,6 +971,18 @@ def _summary(result: Result, out: Path, fmt: str) -> None:
             f"({stats['packets_delivered']:,} packets carried through the links)"
         )
     else:
+        if result.scenario.topology is not None:
+            from pathweave.datacenter import SUMMARY_PATH_LIMIT, equal_cost_routes
+
+            routes = equal_cost_routes(result.scenario)
+            if routes <= SUMMARY_PATH_LIMIT:
+                console.print(_reference_table(result))
+            else:
+                console.print(
+                    f"flow-level reference not computed: {routes:,} equal-cost routes "
+                    f"(the summary computes it up to {SUMMARY_PATH_LIMIT:,}); "
+                    "pathweave.datacenter.reference(scenario) computes it on request"
+                )
         console.print(
             f"simulated {stats['simulated_s']:g} s in {result.wall_time_s:.2f} s of wall time "
             f"({stats['events']:,} events, {result.events_per_s / 1e6:.2f} M events/s)"
@@ -971,6 +999,37 @@ def _summary(result: Result, out: Path, fmt: str) -> None:
                 + (f", {log:,} queue-log rows" if capture["packet_log"] else "")
             )
         )
+
+
+def _reference_table(result: Result) -> Table:
+    """Packet-level goodput beside the flow-level max-min references (pathweave.datacenter)
+    of the same flows: total, mean and least per flow."""
+    from pathweave.datacenter import reference
+
+    ref = reference(result.scenario)
+    goodput = result.flows.set_index("name")["goodput_bps"].reindex(ref.flows).to_numpy()
+    table = Table(
+        title="flow-level reference (max-min fair, every flow long-running)",
+        caption=(
+            f"goodput / multipath optimum: {goodput.sum() / ref.multipath_bps.sum():.1%}"
+            if ref.multipath_bps.sum() > 0
+            else None
+        ),
+    )
+    table.add_column("rates of the flows")
+    for heading in ("total Mbps", "mean Mbps", "least Mbps"):
+        table.add_column(heading, justify="right")
+    for label, x in (
+        ("packet-level goodput", goodput),
+        ("single path (first subflow's)", ref.single_path_bps),
+        ("hashed subflows", ref.subflows_bps),
+        ("multipath optimum (all equal-cost paths)", ref.multipath_bps),
+    ):
+        if len(x):
+            table.add_row(
+                label, f"{x.sum() / 1e6:.3f}", f"{x.mean() / 1e6:.3f}", f"{x.min() / 1e6:.3f}"
+            )
+    return table
 
 
 def _flow_table(result: Result) -> Table:

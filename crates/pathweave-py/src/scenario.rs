@@ -3,9 +3,11 @@
 //! Quantities cross the boundary as plain floats whose names carry the unit (`duration_s`).
 
 use crate::errors::{guard, pathweave_error, scenario_error};
+use pathweave_sim::datacenter::TopologyKind;
 use pathweave_sim::scenario::{read_scenario_file, FlowKind, MAX_FILE_BYTES};
 use pathweave_sim::Scenario;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::{Path, PathBuf};
 
 /// A validated scenario, read from a TOML file or text.
@@ -105,6 +107,92 @@ impl PyScenario {
             .map(|t| t.path().to_string())
             .collect();
         files.into_iter().collect()
+    }
+
+    /// The generated fabric of `[topology]`, or None: a dict with `type`, its parameters,
+    /// `hosts`, `switches`, `links` (cables, each one duplex link) and `notes` (remarks on
+    /// the routing, such as more subflows than equal-cost paths).
+    #[getter]
+    fn topology<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(t) = &self.inner.topology else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        let f = &t.fabric;
+        d.set_item("type", f.kind.type_name())?;
+        match f.kind {
+            TopologyKind::FatTree { k } => d.set_item("k", k)?,
+            TopologyKind::Vl2 {
+                da,
+                di,
+                hosts_per_tor,
+            } => {
+                d.set_item("da", da)?;
+                d.set_item("di", di)?;
+                d.set_item("hosts_per_tor", hosts_per_tor)?;
+            }
+            TopologyKind::BCube { n, k } => {
+                d.set_item("n", n)?;
+                d.set_item("k", k)?;
+            }
+        }
+        d.set_item("hosts", f.hosts())?;
+        d.set_item("switches", f.switches())?;
+        d.set_item("links", f.cables())?;
+        d.set_item("notes", t.notes.clone())?;
+        Ok(Some(d))
+    }
+
+    /// Each link direction's rate at time zero in bit/s: direction `2k` is link `k` forward,
+    /// `2k + 1` its reverse.
+    #[getter]
+    fn link_direction_rates_bps(&self) -> Vec<u64> {
+        self.inner
+            .links
+            .iter()
+            .flat_map(|l| [l.forward.rate.bps(), l.reverse.rate.bps()])
+            .collect()
+    }
+
+    /// The data routes of the congestion-controlled flows, flattened: `(flows, starts,
+    /// directions)`, one entry of `flows` per route naming its flow's index, route `r`'s link
+    /// directions (`2·link + reverse`) at `directions[starts[r]:starts[r + 1]]` (`starts` has
+    /// one more entry). With `equal_cost`, a flow between the hosts of a `[topology]` has
+    /// every equal-cost shortest path between them; otherwise (and for other flows) the paths
+    /// of its subflows, in subflow order.
+    #[pyo3(signature = (equal_cost = false))]
+    fn flow_routes(&self, equal_cost: bool) -> (Vec<u32>, Vec<u64>, Vec<u32>) {
+        let (mut flows, mut starts, mut dirs) = (Vec::new(), vec![0u64], Vec::new());
+        let fabric = self.inner.topology.as_ref().map(|t| &t.fabric);
+        let mut hops = Vec::new();
+        let mut push =
+            |flow: usize, path: &[pathweave_sim::scenario::Hop], starts: &mut Vec<u64>| {
+                flows.push(flow as u32);
+                dirs.extend(
+                    path.iter()
+                        .map(|h| (2 * h.link + h.reverse as usize) as u32),
+                );
+                starts.push(dirs.len() as u64);
+            };
+        for (i, f) in self.inner.flows.iter().enumerate() {
+            if matches!(f.kind, FlowKind::Cbr { .. }) {
+                continue;
+            }
+            match (equal_cost, f.hosts, fabric) {
+                (true, Some((s, d)), Some(fabric)) => {
+                    for p in 0..fabric.path_count(s, d) {
+                        fabric.path(s, d, p, &mut hops);
+                        push(i, &hops, &mut starts);
+                    }
+                }
+                _ => {
+                    for sf in &f.subflows {
+                        push(i, &sf.path, &mut starts);
+                    }
+                }
+            }
+        }
+        (flows, starts, dirs)
     }
 
     /// Where the scenario came from: the file path, or the label given to `parse_scenario`.

@@ -1,5 +1,7 @@
 //! pathweave-sim: a packet-level discrete-event simulator for congestion control.
 //!
+//! * [`datacenter`] generates FatTree, VL2 and BCube fabrics, their ECMP routes and traffic
+//!   matrices, which `[topology]` and `[traffic]` scenario tables expand into links and flows.
 //! * [`scenario`] reads and validates TOML scenario files into a [`Scenario`].
 //! * [`sim::Simulation`] builds the network and runs it; [`results::Results`] is what it reports.
 //! * [`link`], [`red`], [`tcp`], [`quic`] and [`udp`] are the network elements and endpoints.
@@ -12,6 +14,7 @@
 //! The same scenario and seed always give the same results, bit for bit.
 
 pub mod capture;
+pub mod datacenter;
 pub mod event;
 pub mod hugepages;
 pub mod link;

@@ -15,6 +15,8 @@ pub enum Purpose {
     Link,
     /// A flow's traffic pattern.
     Flow,
+    /// A generated traffic matrix (`[traffic]`): its pairs, start times and sizes.
+    Traffic,
 }
 
 fn splitmix64(mut z: u64) -> u64 {
@@ -29,6 +31,7 @@ fn stream_seed(seed: u64, purpose: Purpose, index: usize) -> u64 {
     let tag = match purpose {
         Purpose::Link => 1u64,
         Purpose::Flow => 2u64,
+        Purpose::Traffic => 3u64,
     };
     splitmix64(splitmix64(seed) ^ splitmix64((tag << 40) ^ index as u64))
 }
@@ -46,6 +49,18 @@ impl Stream {
     /// An exponential draw with the given mean.
     pub fn exponential(&mut self, mean: f64) -> f64 {
         -mean * self.uniform().ln()
+    }
+    /// A uniform integer in `0..n` (`n ≥ 1`), without modulo bias: draws in the top partial
+    /// block of 2⁶⁴ are rejected.
+    pub fn below(&mut self, n: u64) -> u64 {
+        let n = n.max(1);
+        let zone = u64::MAX - u64::MAX % n;
+        loop {
+            let x = self.0.next_u64();
+            if x < zone {
+                return x % n;
+            }
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //! The reader follows the file format's sections, one file each under `scenario/`: `values`
 //! (units, expressions, `count`), `document` (the top-level table), `links` (links and queues),
 //! `loss`, `flows` (flows, traffic and paths), `control` (congestion controllers), `series`
-//! (what the time series record) and `capture` (packet captures and the queue log).
+//! (what the time series record), `capture` (packet captures and the queue log) and
+//! `topology` (generated fabrics, routing between hosts and traffic matrices).
 
 mod capture;
 mod control;
@@ -18,6 +19,7 @@ mod flows;
 mod links;
 mod loss;
 mod series;
+mod topology;
 mod values;
 
 pub use capture::CAPTURE_KEYS;
@@ -30,6 +32,9 @@ pub use flows::{
 };
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};
 pub use series::{Columns, SeriesSpec};
+pub use topology::{
+    TopologySpec, DEFAULT_FABRIC_DELAY, DEFAULT_FABRIC_QUEUE, MAX_SUBFLOWS, MAX_TRAFFIC_FLOWS,
+};
 
 use crate::link::Trace;
 use pathweave_cc::Duration;
@@ -127,6 +132,8 @@ pub struct Scenario {
     pub series: SeriesSpec,
     /// `[capture]`: what is captured when a capture directory is given.
     pub capture: Option<crate::capture::CaptureSpec>,
+    /// The generated fabric (`[topology]`), whose cables are the first links.
+    pub topology: Option<Arc<TopologySpec>>,
 }
 
 impl Scenario {

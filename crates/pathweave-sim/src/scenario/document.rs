@@ -1,8 +1,10 @@
 //! The top-level table: `name`, `description`, `duration`, `seed`, `sample_interval`, the
-//! `[[link]]` and `[[flow]]` arrays, and an accepted (but not expanded) `[sweep]` table; then the
-//! checks that span the whole scenario, such as the time-series row limit.
+//! `[topology]` and `[traffic]` tables, the `[[link]]` and `[[flow]]` arrays, and an accepted
+//! (but not expanded) `[sweep]` table; then the checks that span the whole scenario, such as
+//! the time-series row limit.
 
 use super::flows::{Links, TCP_KEYS};
+use super::topology::{self, Route};
 use super::{
     FlowKind, FlowSpec, LinkSpec, Reader, Scenario, SeriesSpec, TcpSettings, MAX_SAMPLE_ROWS,
     MAX_SEED, R,
@@ -28,6 +30,8 @@ impl Reader<'_> {
                 "series",
                 "capture",
                 "sweep",
+                "topology",
+                "traffic",
             ],
         )?;
         // `[sweep]` describes a grid of variants of this scenario; `pathweave sweep` expands it
@@ -71,9 +75,22 @@ impl Reader<'_> {
 
         let mut links: Vec<LinkSpec> = Vec::new();
         // Each link's index by name (paths look their links up here), and the table that
-        // defined it (for duplicates).
+        // defined it (for duplicates). A generated fabric's links come first.
         let mut link_index: HashMap<String, usize> = HashMap::new();
         let mut link_tables: Vec<usize> = Vec::new();
+        let fabric = match root.get("topology") {
+            Some(v) => {
+                let (fabric, generated) = self.topology(v, duration)?;
+                link_index.reserve(generated.len());
+                for (c, l) in generated.iter().enumerate() {
+                    link_index.insert(l.name.clone(), c);
+                }
+                links = generated;
+                Some(fabric)
+            }
+            None => None,
+        };
+        let generated = links.len();
         for (k, t) in self.array_of_tables(root, "link")?.into_iter().enumerate() {
             let path = format!("link[{k}]");
             for copy in self.expand(t, &path)? {
@@ -81,14 +98,14 @@ impl Reader<'_> {
                     .link(&copy.table, &path, duration)
                     .map_err(|e| copy.name_in(e))?;
                 if let Some(&prev) = link_index.get(&l.name) {
+                    let by = match prev.checked_sub(generated) {
+                        Some(j) => format!("link[{}]", link_tables[j]),
+                        None => "a link of [topology]".to_string(),
+                    };
                     return Err(self.invalid(
                         &format!("{path}.name"),
                         &Value::String(l.name.clone()),
-                        format!(
-                            "duplicate link name (already used by link[{}]); names must be \
-                             unique",
-                            link_tables[prev]
-                        ),
+                        format!("duplicate link name (already used by {by}); names must be unique"),
                     ));
                 }
                 link_index.insert(l.name.clone(), links.len());
@@ -100,9 +117,13 @@ impl Reader<'_> {
         let mut flows: Vec<FlowSpec> = Vec::new();
         let mut flow_names: BTreeMap<String, String> = BTreeMap::new();
         let flow_tables = self.array_of_tables(root, "flow")?;
-        if flow_tables.is_empty() {
-            return Err(self.missing("flow", "a scenario needs at least one [[flow]]"));
+        if flow_tables.is_empty() && !root.contains_key("traffic") {
+            return Err(self.missing(
+                "flow",
+                "a scenario needs at least one [[flow]] (or a [traffic] matrix over a [topology])",
+            ));
         }
+        let route = |connection: usize| Route { seed, connection };
         for (k, t) in flow_tables.into_iter().enumerate() {
             let path = format!("flow[{k}]");
             let group_default = t
@@ -123,6 +144,8 @@ impl Reader<'_> {
                         Links {
                             list: &links,
                             index: &link_index,
+                            fabric: fabric.as_ref(),
+                            route: route(flows.len()),
                         },
                         &tcp_defaults,
                         &group_default,
@@ -142,6 +165,31 @@ impl Reader<'_> {
                 flows.push(f);
             }
         }
+        if let Some(v) = root.get("traffic") {
+            for table in self.traffic_tables(v, fabric.as_ref(), seed, duration)? {
+                let links = Links {
+                    list: &links,
+                    index: &link_index,
+                    fabric: fabric.as_ref(),
+                    route: route(flows.len()),
+                };
+                let f = self.flow(&table, "traffic", links, &tcp_defaults, "", duration)?;
+                if let Some(prev) = flow_names.get(&f.name) {
+                    return Err(self.invalid(
+                        "traffic",
+                        &Value::String(f.name.clone()),
+                        format!(
+                            "generates flow {} whose name is already used by {prev}; rename \
+                             that flow",
+                            f.name
+                        ),
+                    ));
+                }
+                flow_names.insert(f.name.clone(), "traffic".to_string());
+                flows.push(f);
+            }
+        }
+        let topology = fabric.map(|f| topology::spec(f, &flows));
         let series = self.series(root.get("series"), &links, &link_index, &flows)?;
         self.check_sample_rows(root, duration, sample_interval, &flows, &series)?;
         let capture = self.capture(root.get("capture"), &links, &link_index)?;
@@ -156,6 +204,7 @@ impl Reader<'_> {
             flows,
             series,
             capture,
+            topology,
         })
     }
 

@@ -1,10 +1,12 @@
 //! `[[flow]]`: TCP settings, traffic, start and stop times, and the paths of its subflows.
 
 use super::control::CONTROL_PARAMS;
+use super::topology::Route;
 use super::values::{join, or_also, type_name};
 use super::{
     ControlSpec, Hop, LinkSpec, Reader, MAX_HEADER_BYTES, MAX_MIN_RTO, MIN_CBR_INTERVAL, R,
 };
+use crate::datacenter::Fabric;
 use crate::quantity::{clip, SIZE_UNITS};
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
 use pathweave_cc::rtt::RtoConfig;
@@ -201,6 +203,10 @@ pub(super) struct Links<'a> {
     pub(super) list: &'a [LinkSpec],
     /// Index in `list` by name.
     pub(super) index: &'a HashMap<String, usize>,
+    /// The generated fabric, whose hosts `from` and `to` name.
+    pub(super) fabric: Option<&'a Fabric>,
+    /// The ECMP hash's seed and this flow's connection index.
+    pub(super) route: Route,
 }
 
 /// One subflow of a flow: its path and, for multipath connections, when it joins and leaves.
@@ -229,6 +235,8 @@ pub struct FlowSpec {
     pub start: Instant,
     /// When it stops offering new data, if before the end.
     pub stop: Option<Instant>,
+    /// The fabric hosts it runs between (`from`, `to`), if routed over a `[topology]`.
+    pub hosts: Option<(u32, u32)>,
 }
 
 /// Whether a TCP flow with this controller and this many subflows runs as an MPTCP
@@ -582,6 +590,8 @@ impl Reader<'_> {
             "slow_start",
             "path",
             "subflows",
+            "from",
+            "to",
             "start",
             "stop",
             "traffic",
@@ -621,7 +631,11 @@ impl Reader<'_> {
             }
             None => None,
         };
-        let subflows = self.subflows(t, path, links, start, stop, duration)?;
+        let hosts = self.flow_hosts(t, path, links.fabric)?;
+        let subflows = match (hosts, links.fabric) {
+            (Some(h), Some(fabric)) => self.routed_subflows(t, path, fabric, h, links.route)?,
+            _ => self.subflows(t, path, links, start, stop, duration)?,
+        };
         let transport = match t.get("transport") {
             Some(v) => {
                 let f = join(path, "transport");
@@ -785,6 +799,7 @@ impl Reader<'_> {
             subflows,
             start: Instant(start.as_nanos()),
             stop,
+            hosts,
         })
     }
 
@@ -855,7 +870,8 @@ impl Reader<'_> {
             (None, Some(v)) => Err(self.invalid(
                 &join(path, "subflows"),
                 v,
-                "expected a non-empty list of tables such as [{ path = [\"a\"] }, { path = [\"b\"] }]",
+                "expected a non-empty list of tables such as [{ path = [\"a\"] }, { path = [\"b\"] }] \
+                 (a number of subflows goes with from/to, hosts of a [topology])",
             )),
             (Some(v), Some(_)) => Err(self.invalid(
                 &join(path, "path"),
@@ -864,7 +880,7 @@ impl Reader<'_> {
             )),
             (None, None) => Err(self.missing(
                 &join(path, "path"),
-                "give the links from sender to receiver, e.g. path = [\"access\", \"core\"], or subflows = [...]",
+                "give the links from sender to receiver, e.g. path = [\"access\", \"core\"], or subflows = [...], or from/to (hosts of a [topology])",
             )),
         }
     }

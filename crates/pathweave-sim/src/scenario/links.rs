@@ -48,6 +48,16 @@ pub struct LinkEvent {
     pub change: LinkChange,
 }
 
+/// An outage as read, for the check that one link's outages do not overlap.
+pub(super) struct Outage {
+    from: Instant,
+    to: Instant,
+    /// The event's field path.
+    path: String,
+    /// Its `at` as written.
+    at: Value,
+}
+
 /// A duplex link.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkSpec {
@@ -62,7 +72,13 @@ pub struct LinkSpec {
 }
 
 impl Reader<'_> {
-    fn queue(&self, v: &Value, path: &str, rate: Bandwidth, delay: Duration) -> R<QueueSpec> {
+    pub(super) fn queue(
+        &self,
+        v: &Value,
+        path: &str,
+        rate: Bandwidth,
+        delay: Duration,
+    ) -> R<QueueSpec> {
         let t = self.table(path, v)?;
         let kind = match t.get("type") {
             Some(k) => self.string(&join(path, "type"), k)?,
@@ -323,6 +339,102 @@ impl Reader<'_> {
         Ok(trace)
     }
 
+    /// One `[[link.event]]` table (its keys already checked) into `events`; an outage is
+    /// also returned, to be checked against the link's others.
+    pub(super) fn link_event(
+        &self,
+        et: &Table,
+        epath: &str,
+        duration: Duration,
+        traced: bool,
+        events: &mut Vec<LinkEvent>,
+    ) -> R<Option<Outage>> {
+        let at = match et.get("at") {
+            Some(v) => self.time(&join(epath, "at"), v)?,
+            None => return Err(self.missing(&join(epath, "at"), "give the time of the change")),
+        };
+        if at > duration {
+            let v = et.get("at").cloned().unwrap_or(Value::Integer(0));
+            return Err(self.invalid(&join(epath, "at"), &v, "is after the end of the simulation"));
+        }
+        let at = Instant(at.as_nanos());
+        let mut any = false;
+        let mut outage = None;
+        if let Some(v) = et.get("rate") {
+            if traced {
+                return Err(self.invalid(
+                    &join(epath, "rate"),
+                    v,
+                    "this link's rate comes from a trace (rate = { trace = ... }); \
+                     a rate change would replace it: edit the trace instead (delay \
+                     changes and outages are allowed)",
+                ));
+            }
+            events.push(LinkEvent {
+                at,
+                change: LinkChange::Rate(self.rate(&join(epath, "rate"), v)?),
+            });
+            any = true;
+        }
+        if let Some(v) = et.get("delay") {
+            events.push(LinkEvent {
+                at,
+                change: LinkChange::Delay(self.time(&join(epath, "delay"), v)?),
+            });
+            any = true;
+        }
+        if let Some(v) = et.get("down") {
+            let d = self.positive_time(&join(epath, "down"), v)?;
+            events.push(LinkEvent {
+                at,
+                change: LinkChange::Down,
+            });
+            events.push(LinkEvent {
+                at: at + d,
+                change: LinkChange::Up,
+            });
+            outage = Some(Outage {
+                from: at,
+                to: at + d,
+                path: epath.to_string(),
+                at: et.get("at").cloned().unwrap_or(Value::Boolean(false)),
+            });
+            any = true;
+        }
+        if !any {
+            return Err(self.missing(
+                epath,
+                "an event changes rate, delay, or takes the link down for a time (down = \"2s\")",
+            ));
+        }
+        Ok(outage)
+    }
+
+    /// Refuse outages of one link that overlap or touch; `outages` in file order.
+    pub(super) fn check_outages(&self, outages: &mut [Outage]) -> R<()> {
+        // Stable: equal starts keep file order.
+        outages.sort_by_key(|o| o.from);
+        for w in outages.windows(2) {
+            let (first, next) = (&w[0], &w[1]);
+            if next.from <= first.to {
+                return Err(self.invalid(
+                    &join(&next.path, "at"),
+                    &next.at,
+                    format!(
+                        "this outage starts at {} s, before or as the outage of {} \
+                         ({} s to {} s) ends; outages of one link must not overlap or touch \
+                         (give one event with the whole down time)",
+                        next.from.0 as f64 / 1e9,
+                        first.path,
+                        first.from.0 as f64 / 1e9,
+                        first.to.0 as f64 / 1e9
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn link(&self, t: &Table, path: &str, duration: Duration) -> R<LinkSpec> {
         self.check_keys(
             t,
@@ -393,8 +505,8 @@ impl Reader<'_> {
             loss: loss("reverse_loss")?,
         };
         let mut events = Vec::new();
-        // Outages as (from, to, event index), to refuse overlapping ones.
-        let mut outages: Vec<(Instant, Instant, usize)> = Vec::new();
+        // Outages as (from, to, event path, its `at` as written), to refuse overlapping ones.
+        let mut outages: Vec<Outage> = Vec::new();
         if let Some(ev) = t.get("event") {
             let Value::Array(list) = ev else {
                 return Err(self.invalid(
@@ -407,88 +519,12 @@ impl Reader<'_> {
                 let epath = format!("{path}.event[{k}]");
                 let et = self.table(&epath, e)?;
                 self.check_keys(et, &epath, &["at", "rate", "delay", "down"])?;
-                let at = match et.get("at") {
-                    Some(v) => self.time(&join(&epath, "at"), v)?,
-                    None => {
-                        return Err(self.missing(&join(&epath, "at"), "give the time of the change"))
-                    }
-                };
-                if at > duration {
-                    let v = et.get("at").cloned().unwrap_or(Value::Integer(0));
-                    return Err(self.invalid(
-                        &join(&epath, "at"),
-                        &v,
-                        "is after the end of the simulation",
-                    ));
-                }
-                let at = Instant(at.as_nanos());
-                let mut any = false;
-                if let Some(v) = et.get("rate") {
-                    if traced {
-                        return Err(self.invalid(
-                            &join(&epath, "rate"),
-                            v,
-                            "this link's rate comes from a trace (rate = { trace = ... }); \
-                             a rate change would replace it: edit the trace instead (delay \
-                             changes and outages are allowed)",
-                        ));
-                    }
-                    events.push(LinkEvent {
-                        at,
-                        change: LinkChange::Rate(self.rate(&join(&epath, "rate"), v)?),
-                    });
-                    any = true;
-                }
-                if let Some(v) = et.get("delay") {
-                    events.push(LinkEvent {
-                        at,
-                        change: LinkChange::Delay(self.time(&join(&epath, "delay"), v)?),
-                    });
-                    any = true;
-                }
-                if let Some(v) = et.get("down") {
-                    let d = self.positive_time(&join(&epath, "down"), v)?;
-                    events.push(LinkEvent {
-                        at,
-                        change: LinkChange::Down,
-                    });
-                    events.push(LinkEvent {
-                        at: at + d,
-                        change: LinkChange::Up,
-                    });
-                    outages.push((at, at + d, k));
-                    any = true;
-                }
-                if !any {
-                    return Err(self.missing(&epath, "an event changes rate, delay, or takes the link down for a time (down = \"2s\")"));
+                if let Some(o) = self.link_event(et, &epath, duration, traced, &mut events)? {
+                    outages.push(o);
                 }
             }
         }
-        outages.sort_by_key(|o| (o.0, o.2));
-        for w in outages.windows(2) {
-            let ((from, to, k), (next, _, j)) = (w[0], w[1]);
-            if next <= to {
-                let epath = format!("{path}.event[{j}]");
-                let v = t
-                    .get("event")
-                    .and_then(|e| e.get(j))
-                    .and_then(|e| e.get("at"))
-                    .cloned()
-                    .unwrap_or(Value::Boolean(false));
-                return Err(self.invalid(
-                    &join(&epath, "at"),
-                    &v,
-                    format!(
-                        "this outage starts at {} s, before or as the outage of {path}.event[{k}] \
-                         ({} s to {} s) ends; outages of one link must not overlap or touch \
-                         (give one event with the whole down time)",
-                        next.0 as f64 / 1e9,
-                        from.0 as f64 / 1e9,
-                        to.0 as f64 / 1e9
-                    ),
-                ));
-            }
-        }
+        self.check_outages(&mut outages)?;
         events.sort_by_key(|e| e.at);
         Ok(LinkSpec {
             name,
