@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -266,6 +267,39 @@ def test_wireshark_finds_no_malformed_packet(headline_capture: Path) -> None:
     for f in sorted(headline_capture.glob("*.pcapng")):
         report = _tshark("-r", f, "-q", "-z", "expert")
         assert "Malformed" not in report, f"{f.name}: {report}"
+        # Warnings (segments lost upstream, out of order) and notes (retransmissions) are
+        # what a lossy link shows; an error would be a packet Wireshark finds wrong.
+        assert "Errors (" not in report, f"{f.name}: {report}"
+
+
+def test_wireshark_counts_each_subflows_packets_as_the_subflows_table_does(
+    headline_capture: Path,
+) -> None:
+    """`tshark -z conv,tcp` on the bottleneck's forward file: one conversation per subflow,
+    keyed by the sender's address (198.18.0.p for path p over all flows' subflows), holding
+    every data packet the subflow sent that reached the bottleneck's egress or was dropped
+    there, plus the two forward packets of the handshake the capture adds (SYN, third ACK).
+    So frames = packets_sent + 2 less those still upstream when the run ended: at most a
+    queue and an access link's worth, under 2 % here."""
+    report = _tshark("-r", headline_capture / "bottleneck-forward.pcapng", "-q", "-z", "conv,tcp")
+    frames = {}
+    for line in report.splitlines():
+        m = re.match(r"(198\.18\.\d+\.\d+):\d+\s+<->\s+\S+\s+(\d+)\s+\d+\s+\S+\s+(\d+)", line)
+        if m:
+            frames[m.group(1)] = int(m.group(3))
+    res = pathweave.run(
+        pathweave.parse(
+            Path("scenarios/headline.toml")
+            .read_text()
+            .replace('duration = "100s"', 'duration = "3s"'),
+            "headline.toml",
+        )
+    )
+    sent = res.subflows["packets_sent"].tolist()
+    assert len(frames) == len(sent), (frames, sent)
+    for p, n in enumerate(sent):
+        got = frames[f"198.18.0.{p + 1}"]
+        assert 0 <= n + 2 - got <= 0.02 * n, (p, n, got)
 
 
 def test_wireshark_ties_the_two_subflows_into_one_mptcp_connection(
