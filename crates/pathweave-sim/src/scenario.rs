@@ -27,7 +27,7 @@ pub use control::{algorithm_names, control_parameter_names, Control, ControlSpec
 pub(crate) use file::read_regular_file;
 pub use file::{read_scenario_file, MAX_FILE_BYTES};
 pub use flows::{
-    FlowKind, FlowSpec, SubflowSpec, TcpSettings, Transport, MPTCP_DSS_ACK_BYTES,
+    FlowKind, FlowSpec, Profile, SubflowSpec, TcpSettings, Transport, MPTCP_DSS_ACK_BYTES,
     MPTCP_DSS_DATA_BYTES, QUIC_REFUSED_KEYS, TCP_KEYS,
 };
 pub use links::{Hop, LinkChange, LinkEvent, LinkSpec};

@@ -2,7 +2,7 @@
 //! parameters, checked by building the controller's configuration.
 
 use super::values::join;
-use super::{LinkSpec, Reader, SubflowSpec, TcpSettings, R};
+use super::{LinkSpec, Profile, Reader, SubflowSpec, TcpSettings, R};
 use pathweave_cc::cc::multipath::bmc::InitialWeights;
 use pathweave_cc::cc::multipath::lia::APPROXIMATE_MAXIMUM;
 use pathweave_cc::cc::multipath::rpmp::{RpMpDecrease, SlowStart};
@@ -237,6 +237,14 @@ impl Reader<'_> {
                     return Err(self.invalid(&f, v, format!("{name} has only the spec arithmetic")))
                 }
             };
+        }
+        if written_arithmetic.is_none() && cfg.profile == Profile::Linux {
+            // The profile's arithmetic, where the algorithm has it (the others have one).
+            if let Control::Multipath(c) = config {
+                if let Ok(linux) = c.with_arithmetic(Arithmetic::Linux) {
+                    config = Control::Multipath(linux);
+                }
+            }
         }
         if let Some(v) = t.get("counting") {
             let f = join(path, "counting");

@@ -82,6 +82,58 @@ pub struct TcpSettings {
     pub transport: Transport,
     /// QUIC only: the receiver's `max_ack_delay` (RFC 9000 §18.2, 25 ms by default).
     pub max_ack_delay: Duration,
+    /// The profile these settings started from (`profile`): it also chooses the coupled
+    /// controllers' arithmetic where the flow does not write one.
+    pub profile: Profile,
+}
+
+/// A named set of TCP settings (`[tcp] profile`, or a flow's `profile`). A profile sets each
+/// of its keys as if written in the same table first: a key written beside it wins, and a
+/// flow's own keys win over `[tcp]`'s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// The simulator's defaults ([`TcpSettings::default`]) for the profile's keys.
+    #[default]
+    Default,
+    /// What the Linux kernel does, as far as the simulator models it: limited transmit
+    /// (RFC 3042), proportional rate reduction (RFC 6937) and SACK kept across a timeout in
+    /// SACK recovery, MPTCP's DSS option inside the segment, Linux MPTCP's scheduler, the
+    /// handshakes before a subflow's first data, and `arithmetic = "linux"` for the coupled
+    /// controllers that have it.
+    Linux,
+}
+
+impl Profile {
+    /// The profiles by name.
+    pub const NAMES: &'static [&'static str] = &["default", "linux"];
+
+    /// The keys a profile sets (besides the controllers' `arithmetic`).
+    pub const KEYS: &'static [&'static str] = &[
+        "limited_transmit",
+        "prr",
+        "keep_sack_on_rto",
+        "mptcp_options",
+        "scheduler",
+        "handshakes",
+    ];
+
+    /// `s` with this profile's keys set.
+    pub fn apply(self, mut s: TcpSettings) -> TcpSettings {
+        let linux = self == Profile::Linux;
+        let d = TcpSettings::default();
+        s.limited_transmit = if linux { true } else { d.limited_transmit };
+        s.prr = if linux { true } else { d.prr };
+        s.keep_sack_on_rto = if linux { true } else { d.keep_sack_on_rto };
+        s.mptcp_options = if linux { true } else { d.mptcp_options };
+        s.scheduler = if linux {
+            SchedulerKind::Linux
+        } else {
+            d.scheduler
+        };
+        s.handshakes = if linux { true } else { d.handshakes };
+        s.profile = self;
+        s
+    }
 }
 
 /// The transport that carries a congestion-controlled flow.
@@ -191,6 +243,7 @@ impl Default for TcpSettings {
             handshakes: false,
             transport: Transport::Tcp,
             max_ack_delay: crate::quic::DEFAULT_MAX_ACK_DELAY,
+            profile: Profile::Default,
         }
     }
 }
@@ -259,6 +312,29 @@ impl FlowSpec {
 
 impl Reader<'_> {
     pub(super) fn tcp_settings(&self, t: &Table, path: &str, mut s: TcpSettings) -> R<TcpSettings> {
+        // First, so that every key written beside it overrides it.
+        if let Some(v) = t.get("profile") {
+            let f = join(path, "profile");
+            let profile = match self.string(&f, v)? {
+                "default" => Profile::Default,
+                "linux" => Profile::Linux,
+                _ => {
+                    return Err(self.invalid(
+                        &f,
+                        v,
+                        format!(
+                            "unknown profile (allowed: {}; docs/scenarios.md lists what each sets)",
+                            Profile::NAMES
+                                .iter()
+                                .map(|n| format!("\"{n}\""))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ))
+                }
+            };
+            s = profile.apply(s);
+        }
         if let Some(v) = t.get("mss") {
             s.mss = self.small_size(&join(path, "mss"), v, 65_000)?;
         }
@@ -938,6 +1014,7 @@ impl Reader<'_> {
 
 /// The TCP settings a flow (or the `[tcp]` table) may give.
 pub const TCP_KEYS: &[&str] = &[
+    "profile",
     "receive_buffer",
     "scheduler",
     "mss",
