@@ -488,6 +488,14 @@ mod tests {
     use std::path::Path;
 
     /// Why this process cannot make namespaces, if it cannot.
+    /// Held by each test that makes namespaces: one at a time, because the kernel gives a
+    /// new namespace the inode number a removed one had, and a test that checks that its
+    /// namespace's inode is gone would find another test's.
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn cannot_make_namespaces() -> Option<&'static str> {
         if sys::euid() != 0
             || !sys::has_cap(sys::CAP_SYS_ADMIN)
@@ -542,6 +550,7 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
+        let _serial = one_at_a_time();
         let pid = std::process::id();
         let mut lab = Lab::with_names(&format!("{pid:x}-t0"), false);
         let ns = lab.add("0s").expect("a namespace");
@@ -591,6 +600,7 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
+        let _serial = one_at_a_time();
         let pid = std::process::id();
         let mut lab = Lab::with_names(&format!("{pid:x}-t1"), true);
         let ns = lab.add("0r").expect("a named namespace");
@@ -617,6 +627,7 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
+        let _serial = one_at_a_time();
         let mut lab = Lab::with_names(&format!("{:x}-t2", std::process::id()), false);
         let ns = lab.add("1s").expect("a namespace");
         let e = lab
