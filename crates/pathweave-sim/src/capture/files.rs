@@ -205,12 +205,22 @@ impl CaptureFiles {
         let snap = (self.spec.snaplen as usize).min(data.len());
         if defer {
             if let Some(Some(s)) = self.dirs.get_mut(d) {
-                s.pending.push_back(Pending {
+                let p = Pending {
                     ts,
                     orig,
                     data: data[..snap].to_vec(),
                     comment,
-                });
+                };
+                // In stamp order, equal stamps in the order handed over. The simulator's are
+                // handed over in order; the emulator's may not be (a link direction offered
+                // packets both at the clock reading and at planned hand-over times).
+                match s.pending.back() {
+                    Some(last) if last.ts > ts => {
+                        let at = s.pending.partition_point(|q| q.ts <= ts);
+                        s.pending.insert(at, p);
+                    }
+                    _ => s.pending.push_back(p),
+                }
             }
             return;
         }
@@ -385,8 +395,8 @@ mod tests {
         assert_eq!(file_name("a/b c", true), "a_b_c-reverse.pcapng");
     }
 
-    /// A held-back record is written before the first record stamped after it, and
-    /// stopping the capture marks the files cut short.
+    /// Held-back records are written in stamp order before the first record stamped after
+    /// them, and stopping the capture marks the files cut short.
     #[test]
     fn held_back_records_wait_for_later_ones_and_a_stop_cuts_every_file() {
         let dir = std::env::temp_dir().join(format!("pw-capture-files-{}", std::process::id()));
@@ -394,21 +404,27 @@ mod tests {
         let spec = CaptureSpec::everything(1);
         let mut f = CaptureFiles::create(&spec, &dir, &["l"], Engine::Emulated).unwrap();
         assert!(f.captures(0) && f.captures(1) && !f.captures(2));
-        f.emit(
-            0,
-            50,
-            &[0x45; 40],
-            40,
-            Some("dropped: queue overflow"),
-            true,
-        );
+        let drop = Some("dropped: queue overflow");
+        f.emit(0, 50, &[0x45; 40], 40, drop, true);
+        f.emit(0, 40, &[0x45; 40], 40, drop, true);
         f.emit(0, 10, &[0x45; 40], 40, None, false);
         f.emit(0, 60, &[0x45; 40], 40, None, false);
         f.stop_all("stopped".to_string());
         f.emit(0, 70, &[0x45; 40], 40, None, false);
         let s = f.finish().unwrap();
+        let b = std::fs::read(dir.join("l-forward.pcapng")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(s.files[0].packets, 3);
+        assert_eq!(s.files[0].packets, 4);
         assert!(s.files.iter().all(|f| f.truncated));
+        // The packet blocks' timestamps (low halves), in file order.
+        let le = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let (mut at, mut stamps) = (0, Vec::new());
+        while at < b.len() {
+            if le(at) == 6 {
+                stamps.push(le(at + 16));
+            }
+            at += le(at + 4) as usize;
+        }
+        assert_eq!(stamps, [10, 40, 50, 60]);
     }
 }
