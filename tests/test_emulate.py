@@ -1552,3 +1552,24 @@ def test_wireshark_reads_the_emulated_capture_and_ties_the_kernels_subflows(
     rows = [line.split("\t") for line in fields.splitlines() if line.split("\t")[0]]
     assert {r[0] for r in rows} == {"0"}, "one MPTCP connection"
     assert len({(r[1], r[2]) for r in rows}) == 2, "over two subflows"
+
+
+@realtime
+def test_a_capture_table_without_pcap_goes_into_the_emulated_output(tmp_path: Path) -> None:
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    text = _one_link(10, flow, duration="3s")
+    text += '[capture]\nlinks = ["l"]\ndirections = "forward"\n'
+    path = _scenario(tmp_path, text)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        _cli("emulate", str(path), "--out", str(out)), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (out / "capture").iterdir()) == [
+        "capture.json",
+        "l-forward.pcapng",
+    ]
+    assert "capture: 1 pcapng files" in proc.stdout
+    (info,) = json.loads((out / "capture" / "capture.json").read_text())["files"]
+    assert info["packets"] > 1000
+    assert json.loads((out / "run.json").read_text())["capture"]["files"] == ["l-forward.pcapng"]
