@@ -713,7 +713,9 @@ STOPPED_AT = textwrap.dedent(
     if stage == "emulate":
         pathweave.emulate.emulate = stop
     else:
-        pathweave.emulate.emulate = lambda scenario, **kwargs: pathweave.api.run(scenario)
+        # emulate() writes its results as run() does: a simulation stands in for the run.
+        pathweave.emulate.emulate = lambda scenario, out=None, format="parquet", plot=False, \
+            pcap=None, **kwargs: pathweave.api.run(scenario, out=out, format=format, plot=plot)
     if stage == "write":
         pathweave.api.Result._write_files = stop
     if stage == "summary":
@@ -728,7 +730,13 @@ STOPPED_AT = textwrap.dedent(
     ("command", "stage", "message"),
     [
         ("run", "write", "pathweave: interrupted; nothing was written"),
-        ("emulate", "write", "pathweave: interrupted; nothing was written"),
+        # emulate() writes the results itself once the run has ended, its namespaces gone.
+        (
+            "emulate",
+            "write",
+            "pathweave: emulation interrupted; its namespaces and devices were removed, "
+            "nothing written",
+        ),
         (
             "emulate",
             "emulate",

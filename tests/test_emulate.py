@@ -1419,3 +1419,157 @@ def test_refusals_raise_before_anything_is_made(tmp_path: Path) -> None:
     flow = '[[flow]]\nname = "v"\nalgorithm = "westwood"\npath = ["l"]'
     with pytest.raises(_core.EmulationRefused, match="westwood"):
         emulate(_scenario(tmp_path, _one_link(10, flow)))
+
+
+# Packet captures of emulated runs (docs/capture.md): the packets the kernels sent, as the
+# links carried them.
+
+
+def test_a_bad_pcap_directory_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    """Checked before the machine and the namespaces: one line, exit 2, nothing written."""
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    path = _scenario(tmp_path, _one_link(10, flow))
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file")
+    for target in (blocker, blocker / "below"):
+        cmd = _cli("emulate", str(path), "--out", str(tmp_path / "out"), "--pcap", str(target))
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.startswith("pathweave: --pcap: "), out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml", "taken"]
+    assert leftovers(os.getpid()) == []
+
+
+@pytest.fixture(scope="module")
+def emulated_capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """The headline scenario, 6 s, emulated with `--pcap` and the queue log: the results
+    directory, the capture directory and the command's stdout."""
+    if WHY_NOT is not None:
+        pytest.skip(WHY_NOT)
+    base = tmp_path_factory.mktemp("emulated-capture")
+    doc = tomllib.loads((SCENARIOS / "headline.toml").read_text(encoding="utf-8"))
+    doc["duration"] = "6s"
+    doc["capture"] = {"events": True}
+    path = base / "headline.toml"
+    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
+    out, pcap = base / "out", base / "pcap"
+    proc = subprocess.run(
+        _cli("emulate", str(path), "--out", str(out), "--pcap", str(pcap)),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not (out / "capture").exists()  # --pcap chose the directory
+    return out, pcap, proc.stdout
+
+
+@realtime
+def test_an_emulated_capture_has_a_file_per_link_direction_and_the_queue_log(
+    emulated_capture: tuple[Path, Path, str],
+) -> None:
+    out, pcap, stdout = emulated_capture
+    names = sorted(p.name for p in pcap.iterdir())
+    links = ["bottleneck", "access0", "access1", "access2"]
+    expected = [f"{link}-{d}.pcapng" for link in links for d in ("forward", "reverse")]
+    assert names == sorted(["capture.json", "packets.parquet", *expected])
+    assert "capture: 8 pcapng files" in stdout
+    manifest = json.loads((out / "run.json").read_text())
+    info = json.loads((pcap / "capture.json").read_text())
+    assert manifest["capture"]["packet_log_rows"] == info["packet_log_rows"] > 0
+    assert manifest["capture"]["truncated_files"] == []
+
+
+@realtime
+def test_the_emulated_queue_log_balances_against_the_links_table(
+    emulated_capture: tuple[Path, Path, str],
+) -> None:
+    """Per link direction, as in the simulator: enqueues and drops are the arrivals, drops
+    the queue's drops, dequeues the packets delivered or lost on the wire plus those still
+    on the wire at the end; the file holds each delivered packet once, uncommented, and each
+    drop with its cause."""
+    import pandas as pd
+
+    from test_capture import read_pcapng
+
+    out, pcap, _ = emulated_capture
+    links = pd.read_parquet(out / "links.parquet")
+    log = pd.read_parquet(pcap / "packets.parquet")
+    assert str(log["sequence"].dtype) == "uint64"
+    in_flight = {
+        (f["link"], f["direction"]): f["in_flight_at_end"]
+        for f in json.loads((pcap / "capture.json").read_text())["files"]
+    }
+    for row in links.itertuples():
+        rows = log[(log["link"] == row.name) & (log["direction"] == row.direction)]
+        count = rows["event"].value_counts()
+        drops = row.drops_overflow + row.drops_early + row.drops_forced
+        assert count.get("enqueue", 0) + count.get("drop", 0) == row.arrivals, row.name
+        assert count.get("drop", 0) == drops
+        assert count.get("dequeue", 0) == (
+            row.delivered_packets + row.drops_wire + in_flight[(row.name, row.direction)]
+        ), (row.name, row.direction)
+        packets = read_pcapng(pcap / f"{row.name}-{row.direction}.pcapng")
+        comments = [p[3] for p in packets]
+        assert comments.count(None) == row.delivered_packets
+        assert comments.count("dropped: lost on the wire") == row.drops_wire
+        assert sum(1 for c in comments if c and c.startswith("dropped: RED")) == (
+            row.drops_early + row.drops_forced
+        )
+        assert comments.count("dropped: queue overflow") == row.drops_overflow
+        assert [p[0] for p in packets] == sorted(p[0] for p in packets)
+        # Real packets, as carried: IPv4 from the run's addresses, full length kept.
+        assert all(p[1][0] >> 4 == 4 and p[2] >= len(p[1]) for p in packets)
+    bottleneck = log[(log["link"] == "bottleneck") & (log["direction"] == "forward")]
+    assert set(bottleneck["flow"]) == {0, 1}
+    assert set(bottleneck[bottleneck["flow"] == 0]["subflow"]) == {0, 1}
+    assert (bottleneck["sequence"] > 0).mean() > 0.99  # TCP sequence numbers, parsed
+
+
+@realtime
+def test_wireshark_reads_the_emulated_capture_and_ties_the_kernels_subflows(
+    emulated_capture: tuple[Path, Path, str],
+) -> None:
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed (make setup installs it as root with apt)")
+    _, pcap, _ = emulated_capture
+
+    def run(*args: str | Path) -> str:
+        proc = subprocess.run(
+            [tshark, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    for f in sorted(pcap.glob("*.pcapng")):
+        report = run("-r", f, "-q", "-z", "expert")
+        assert "Malformed" not in report, f"{f.name}: {report}"
+    fields = run(
+        "-r", pcap / "bottleneck-forward.pcapng", "-Y", "mptcp",
+        "-T", "fields", "-e", "mptcp.stream", "-e", "tcp.srcport", "-e", "ip.src",
+    )  # fmt: skip
+    rows = [line.split("\t") for line in fields.splitlines() if line.split("\t")[0]]
+    assert {r[0] for r in rows} == {"0"}, "one MPTCP connection"
+    assert len({(r[1], r[2]) for r in rows}) == 2, "over two subflows"
+
+
+@realtime
+def test_a_capture_table_without_pcap_goes_into_the_emulated_output(tmp_path: Path) -> None:
+    flow = '[[flow]]\nname = "tcp"\nalgorithm = "reno"\npath = ["l"]'
+    text = _one_link(10, flow, duration="3s")
+    text += '[capture]\nlinks = ["l"]\ndirections = "forward"\n'
+    path = _scenario(tmp_path, text)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        _cli("emulate", str(path), "--out", str(out)), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (out / "capture").iterdir()) == [
+        "capture.json",
+        "l-forward.pcapng",
+    ]
+    assert "capture: 1 pcapng files" in proc.stdout
+    (info,) = json.loads((out / "capture" / "capture.json").read_text())["files"]
+    assert info["packets"] > 1000
+    assert json.loads((out / "run.json").read_text())["capture"]["files"] == ["l-forward.pcapng"]

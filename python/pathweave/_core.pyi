@@ -8,7 +8,7 @@ unit (``goodput_bps``, ``time_s``).
 """
 
 import os
-from typing import Any, Final, TypeAlias, TypedDict, final
+from typing import Any, Final, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
     "EMULATE_LOADS_CONTROLLERS",
@@ -78,9 +78,11 @@ class _CaptureFile(TypedDict):
     packets: int
     bytes: int
     truncated: bool
+    in_flight_at_end: NotRequired[int]
+    """Emulated runs only: packets on the wire at the end."""
 
 class _CaptureSummary(TypedDict):
-    """What ``Simulation.finish_capture()`` returns."""
+    """What ``Simulation.finish_capture()`` (and ``emulate`` with a capture) returns."""
 
     files: list[_CaptureFile]
     log_rows: int
@@ -112,8 +114,11 @@ def emulate(
     max_load_bps: int | None = None,
     reno_congestion: str | None = None,
     external: list[str] = ...,
-) -> tuple[_Results, dict[str, Any]]:
-    """Emulate in real time; returns the results and the emulator's report."""
+    capture_dir: str | None = None,
+) -> tuple[_Results, dict[str, Any], _CaptureSummary | None]:
+    """Emulate in real time; returns the results, the emulator's report and, with
+    ``capture_dir``, what the capture wrote there (as ``Simulation.finish_capture``, each
+    file with ``in_flight_at_end``)."""
 
 def emulate_check(
     scenario: Scenario,

@@ -286,6 +286,14 @@ def _parser() -> argparse.ArgumentParser:
         "them: run your own there with `ip netns exec` (stderr says where); repeatable",
     )
     emu_p.add_argument("--plot", action="store_true", help="also draw run.png in the output")
+    emu_p.add_argument(
+        "--pcap",
+        type=Path,
+        metavar="DIR",
+        help="capture the packets the links carry into DIR: a pcapng file per link direction "
+        "and, with [capture] events = true, the queue log packets.parquet (default with "
+        "[capture]: <output>/capture); replaced if it holds an earlier capture",
+    )
     emu_p.add_argument("--quiet", action="store_true", help="print only errors")
     emu_p.add_argument(
         "--cleanup",
@@ -873,12 +881,20 @@ def _emulate(args: argparse.Namespace) -> int:
     if scenario is None:
         return EXIT_BAD_INPUT
     out: Path = args.out if args.out is not None else _default_out(scenario.name + "-emulate")
+    # Every check before the run, which makes namespaces and takes real time.
     try:
         check_output_directory(out)
-        emu.check(scenario, reno_congestion=args.reno_congestion, external=args.external)
     except OSError as e:
         _error(f"--out: {e}")
         return EXIT_BAD_INPUT
+    if args.pcap is not None:
+        try:
+            check_output_directory(args.pcap, marker=CAPTURE_MARKER)
+        except OSError as e:
+            _error(f"--pcap: {e}")
+            return EXIT_BAD_INPUT
+    try:
+        emu.check(scenario, reno_congestion=args.reno_congestion, external=args.external)
     except _core.EmulationRefused as e:
         _error(f"emulate: {e}")
         return EXIT_BAD_INPUT
@@ -888,11 +904,16 @@ def _emulate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
+        # The results (and a capture) are written as the run ends, each directory atomically.
         result = emu.emulate(
             scenario,
             seed=args.seed,
             reno_congestion=args.reno_congestion,
             external=args.external,
+            out=out,
+            format=args.format,
+            plot=args.plot,
+            pcap=args.pcap,
         )
     except _core.EmulationRefused as e:
         _error(f"emulate: {e}")
@@ -900,8 +921,6 @@ def _emulate(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _error("emulation interrupted; its namespaces and devices were removed, nothing written")
         return EXIT_INTERRUPTED
-    try:
-        result.write(out, format=args.format, plot=args.plot)
     except OSError as e:
         _error(f"cannot write results to {out}: {e}")
         return EXIT_FAILURE

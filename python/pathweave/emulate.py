@@ -24,11 +24,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from pathweave import _core
 from pathweave._core import Scenario
-from pathweave.api import Format, Result, load
+from pathweave.api import Format, Result, _atomic_directory, load
+from pathweave.capture import CAPTURE_MARKER, write_capture
 
 __all__ = ["EmulatedResult", "check", "cleanup", "emulate", "leftovers"]
 
@@ -74,6 +77,10 @@ def emulate(
     max_load_bps: int | None = None,
     reno_congestion: str | None = None,
     external: Sequence[str] = (),
+    out: str | os.PathLike[str] | None = None,
+    format: Format = "parquet",
+    plot: bool = False,
+    pcap: str | os.PathLike[str] | None = None,
 ) -> EmulatedResult:
     """Emulate ``scenario`` in real time over the kernel's TCP and MPTCP.
 
@@ -89,13 +96,45 @@ def emulate(
     removed); Ctrl-C stops the run, removes what it made and raises KeyboardInterrupt. A signal
     that ends the process (SIGTERM without a handler, SIGKILL) leaves nothing either: the
     namespaces, devices, controllers and child processes go with the process.
+
+    With ``out``, the results are written to that directory as ``Result.write`` writes them
+    (in ``format``, with ``run.png`` if ``plot``), atomically, once the run has ended. With
+    ``pcap``, the packets the links carry are captured into that directory (docs/capture.md):
+    the raw IP packets the kernels sent, one pcapng file per captured link direction, and with
+    ``[capture] events = true`` the queue log ``packets.parquet``; without ``pcap``, a
+    scenario with ``[capture]`` run with ``out`` is captured into ``out/capture``. As for
+    :func:`pathweave.run`, each directory appears only once the run is complete and must be
+    absent, empty or hold earlier results (a capture); both are checked before anything is
+    built.
     """
     if not isinstance(scenario, Scenario):
         scenario = load(scenario)
-    start = time.perf_counter()
-    raw, report = _core.emulate(scenario, seed, max_load_bps, reno_congestion, list(external))
-    wall = time.perf_counter() - start
-    return EmulatedResult(scenario, raw, _complete(report), wall)
+    if out is not None and format not in ("parquet", "csv"):
+        raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
+    with ExitStack() as stack:
+        tmp = None if out is None else stack.enter_context(_atomic_directory(Path(out)))
+        capture_dir: Path | None = None
+        if pcap is not None:
+            capture_dir = stack.enter_context(_atomic_directory(Path(pcap), marker=CAPTURE_MARKER))
+        elif tmp is not None and scenario.has_capture:
+            capture_dir = tmp / "capture"
+            capture_dir.mkdir()
+        start = time.perf_counter()
+        raw, report, capture = _core.emulate(
+            scenario,
+            seed,
+            max_load_bps,
+            reno_congestion,
+            list(external),
+            None if capture_dir is None else str(capture_dir),
+        )
+        wall = time.perf_counter() - start
+        result = EmulatedResult(scenario, raw, _complete(report), wall)
+        if capture is not None and capture_dir is not None:
+            result.capture = write_capture(capture_dir, scenario, capture)
+        if tmp is not None:
+            result._write_files(tmp, format, plot=plot, series=True)
+    return result
 
 
 def _complete(report: dict[str, Any]) -> dict[str, Any]:

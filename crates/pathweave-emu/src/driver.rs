@@ -15,9 +15,11 @@
 //! Packets live in a pool of fixed-size buffers that grows in chunks and is reused, so the
 //! per-packet path allocates nothing once the pool has reached its working size.
 
+use crate::capture::{self, Recorder};
 use crate::sys;
 use hdrhistogram::Histogram;
 use pathweave_cc::Instant;
+use pathweave_sim::capture::{DropCause, LogEvent, LogRow, WIRE_LOSS};
 use pathweave_sim::event::{ComponentId, Kind, Scheduler, Timer};
 use pathweave_sim::link::{LinkDir, Offer};
 use pathweave_sim::results::{LinkSeries, LINK_SERIES_COLUMNS};
@@ -173,12 +175,13 @@ pub(crate) struct Port {
     pub route: u32,
 }
 
-/// One route: its link directions, the port its packets leave by, the flow it serves and
-/// whether it carries data (forward) or acknowledgements (reverse).
+/// One route: its link directions, the port its packets leave by, the flow it serves, the
+/// subflow of the flow and whether it carries data (forward) or acknowledgements (reverse).
 pub(crate) struct Route {
     pub hops: Vec<u32>,
     pub out_port: u32,
     pub flow: u32,
+    pub subflow: u32,
     pub data: bool,
 }
 
@@ -237,6 +240,13 @@ impl Pool {
     fn buf(&mut self, id: u32) -> &mut [u8] {
         let (c, i) = (id as usize / CHUNK, id as usize % CHUNK);
         &mut self.chunks[c][i * self.slot..(i + 1) * self.slot]
+    }
+
+    /// The packet held in buffer `id`.
+    fn packet(&self, id: u32) -> &[u8] {
+        let (c, i) = (id as usize / CHUNK, id as usize % CHUNK);
+        let len = self.meta[id as usize].len as usize;
+        &self.chunks[c][i * self.slot..i * self.slot + len]
     }
 }
 
@@ -298,6 +308,11 @@ pub(crate) struct Driver {
     drained: Vec<bool>,
     pub stats: DriverStats,
     end: Instant,
+    /// The capture, if the run is captured (see [`crate::capture`]).
+    capture: Option<Box<Recorder>>,
+    /// Per link direction, the packets that had started transmitting and not reached the
+    /// far end when the run ended (counted for a capture only).
+    pub in_flight_at_end: Vec<u64>,
 }
 
 impl Driver {
@@ -359,7 +374,19 @@ impl Driver {
                 ..DriverStats::default()
             },
             end,
+            capture: None,
+            in_flight_at_end: Vec::new(),
         }
+    }
+
+    /// Capture the run through `recorder` (before it starts).
+    pub(crate) fn set_capture(&mut self, recorder: Recorder) {
+        self.capture = Some(Box::new(recorder));
+    }
+
+    /// Take the capture (after the run).
+    pub(crate) fn take_capture(&mut self) -> Option<Recorder> {
+        self.capture.take().map(|b| *b)
     }
 
     /// Run in real time from `epoch` (a `CLOCK_MONOTONIC` reading) until the scenario's end or
@@ -377,13 +404,16 @@ impl Driver {
         let mut pacer = Pacer::new(sys::thread_cpu_ns);
         let start = sys::monotonic_ns().saturating_sub(epoch);
         self.seen_empty.fill(start);
-        loop {
+        let last = loop {
             let now = Instant(sys::monotonic_ns().saturating_sub(epoch));
             if self.dispatch_due(now, epoch)? {
                 pacer.activity(now.0);
             }
+            if let Some(c) = self.capture.as_deref_mut() {
+                c.tick(now.0);
+            }
             if now >= self.end || stop.load(Ordering::Relaxed) {
-                break;
+                break now;
             }
             // Read whatever the last poll found waiting, stamped with a fresh clock reading.
             let mut any = false;
@@ -436,7 +466,8 @@ impl Driver {
                 }
                 *found = false;
             }
-        }
+        };
+        self.end_capture(last);
         self.stats.cpu_ns = sys::thread_cpu_ns().saturating_sub(cpu_start);
         self.stats.events = self.sched.events_processed();
         self.stats.peak_packets = self.pool.peak as u64;
@@ -493,18 +524,117 @@ impl Driver {
 
     fn enter_hop(&mut self, id: u32, now: Instant) {
         let m = self.pool.meta[id as usize];
-        let r = &self.routes[m.route as usize];
-        let link = r.hops[m.hop as usize] as usize;
+        let link = self.routes[m.route as usize].hops[m.hop as usize] as usize;
+        if self.capture.as_deref().is_some_and(|c| c.captures(link)) {
+            return self.enter_hop_captured(id, now, link);
+        }
         if self.links[link].offer(u64::from(id), m.len as u32, 0, now, &mut self.sched)
             == Offer::Dropped
         {
-            self.stats.dropped_queue += 1;
-            if r.data {
-                self.stats.flow_drops[r.flow as usize] += 1;
-                self.stats.route_drops[m.route as usize] += 1;
-            }
-            self.pool.free(id);
+            self.queue_drop(id);
         }
+    }
+
+    /// A packet a queue dropped: count it and free its buffer.
+    fn queue_drop(&mut self, id: u32) {
+        let route = self.pool.meta[id as usize].route as usize;
+        let r = &self.routes[route];
+        self.stats.dropped_queue += 1;
+        if r.data {
+            self.stats.flow_drops[r.flow as usize] += 1;
+            self.stats.route_drops[route] += 1;
+        }
+        self.pool.free(id);
+    }
+
+    /// [`Driver::enter_hop`] at a captured link direction: the transmissions started before
+    /// `now` are logged, then the packet's enqueue (and its dequeue if it starts at once) or
+    /// its drop, which its file records too.
+    #[cold]
+    #[inline(never)]
+    fn enter_hop_captured(&mut self, id: u32, now: Instant, link: usize) {
+        let Some(mut cap) = self.capture.take() else {
+            return;
+        };
+        log_dequeues(
+            &mut cap,
+            &mut self.links[link],
+            link,
+            now,
+            &self.pool,
+            &self.routes,
+        );
+        let l = &mut self.links[link];
+        let (waiting, _) = l.queue_len(now);
+        let causes = l.drop_causes();
+        let len = self.pool.meta[id as usize].len as u32;
+        let offer = l.offer(u64::from(id), len, 0, now, &mut self.sched);
+        let (p, b) = l.queue_len(now);
+        let packet = self.pool.packet(id);
+        let route = &self.routes[self.pool.meta[id as usize].route as usize];
+        let row = |event, queue_packets, queue_bytes| LogRow {
+            time: now,
+            link_dir: link as u32,
+            flow: route.flow,
+            subflow: route.subflow,
+            sequence: capture::sequence(packet, route.data),
+            bytes: len,
+            event,
+            queue_packets,
+            queue_bytes,
+        };
+        let accepted = offer == Offer::Accepted;
+        if cap.events() {
+            if accepted && p == waiting {
+                cap.row(row(LogEvent::Enqueue, p + 1, b.0 + u64::from(len)));
+                cap.row(row(LogEvent::Dequeue, p, b.0));
+            } else {
+                cap.row(row(capture::offer_event(accepted), p, b.0));
+            }
+        }
+        if !accepted {
+            let after = l.drop_causes();
+            let cause = if after.1 > causes.1 {
+                DropCause::Early
+            } else if after.2 > causes.2 {
+                DropCause::Forced
+            } else {
+                DropCause::Overflow
+            };
+            // Held back until the packets transmitted before it have been written.
+            cap.packet(link, now, packet, Some(cause.comment()), true);
+        }
+        self.capture = Some(cap);
+        if !accepted {
+            self.queue_drop(id);
+        }
+    }
+
+    /// Log the transmissions started by `now` at every captured link direction: before
+    /// anything else reads a link's queue (a sample, a change to the link) and at the end.
+    fn log_all_dequeues(&mut self, now: Instant) {
+        let Some(cap) = self.capture.as_deref_mut() else {
+            return;
+        };
+        for (d, l) in self.links.iter_mut().enumerate() {
+            if cap.captures(d) {
+                log_dequeues(cap, l, d, now, &self.pool, &self.routes);
+            }
+        }
+    }
+
+    /// At the end of the run (`now`): log the last dequeues and count, per captured link
+    /// direction, the packets on the wire.
+    fn end_capture(&mut self, now: Instant) {
+        if self.capture.is_none() {
+            return;
+        }
+        self.log_all_dequeues(now);
+        self.in_flight_at_end = self
+            .links
+            .iter_mut()
+            .map(|l| (l.in_link() as u64).saturating_sub(u64::from(l.queue_len(now).0)))
+            .collect();
     }
 
     /// Dispatch every event due by `now`; true if there was one.
@@ -518,9 +648,21 @@ impl Driver {
                     if !self.links[i].fire(t) {
                         continue;
                     }
-                    while let Some(a) = self.links[i].pop_arrived(t) {
+                    let captured = self.capture.as_deref().is_some_and(|c| c.captures(i));
+                    loop {
+                        let stamp = match captured {
+                            true => self.egress_stamp(i, t),
+                            false => None,
+                        };
+                        let Some(a) = self.links[i].pop_arrived(t) else {
+                            break;
+                        };
                         // The link hands back the buffer index it was offered.
                         let id = a.word as u32;
+                        if let (Some(ts), Some(cap)) = (stamp, self.capture.as_deref_mut()) {
+                            let comment = a.lost.then_some(WIRE_LOSS);
+                            cap.packet(i, ts, self.pool.packet(id), comment, false);
+                        }
                         match a.lost {
                             false => self.hop_done(id, t, epoch)?,
                             true => {
@@ -542,6 +684,15 @@ impl Driver {
             }
         }
         Ok(any)
+    }
+
+    /// Before captured link direction `l` hands on its head packet at `now`: log the
+    /// transmissions started by then, and return the head's stamp if it has arrived.
+    #[cold]
+    fn egress_stamp(&mut self, l: usize, now: Instant) -> Option<Instant> {
+        let cap = self.capture.as_deref_mut()?;
+        log_dequeues(cap, &mut self.links[l], l, now, &self.pool, &self.routes);
+        self.links[l].head_egress(now)
     }
 
     fn hop_done(&mut self, id: u32, t: Instant, epoch: u64) -> std::io::Result<()> {
@@ -573,6 +724,7 @@ impl Driver {
         if !self.timeline_timer.fire(now) {
             return;
         }
+        self.log_all_dequeues(now);
         while let Some(&(t, k, change)) = self.timeline.get(self.timeline_pos) {
             if t > now {
                 self.timeline_timer
@@ -588,6 +740,7 @@ impl Driver {
         if !self.sampler_timer.fire(now) {
             return;
         }
+        self.log_all_dequeues(now);
         // Every column; the run restricts the series to the scenario's [series] at the end.
         topology::sample_links(
             &mut self.links,
@@ -605,6 +758,36 @@ impl Driver {
             );
         }
     }
+}
+
+/// Log the dequeues of link direction `d` (`link`): the transmissions started by `now` that
+/// were still counted as waiting.
+fn log_dequeues(
+    cap: &mut Recorder,
+    link: &mut LinkDir,
+    d: usize,
+    now: Instant,
+    pool: &Pool,
+    routes: &[Route],
+) {
+    if !cap.events() {
+        return;
+    }
+    link.advance_logged(now, |start, word, size, _, (queue_packets, queue_bytes)| {
+        let id = word as u32;
+        let route = &routes[pool.meta[id as usize].route as usize];
+        cap.row(LogRow {
+            time: start,
+            link_dir: d as u32,
+            flow: route.flow,
+            subflow: route.subflow,
+            sequence: capture::sequence(pool.packet(id), route.data),
+            bytes: size,
+            event: LogEvent::Dequeue,
+            queue_packets,
+            queue_bytes,
+        });
+    });
 }
 
 #[cfg(test)]

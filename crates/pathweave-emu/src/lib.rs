@@ -18,6 +18,7 @@
 //! however that ends; [`cleanup_leftovers`] removes namespaces left mounted under /run/netns
 //! (by a killed run that named them for debugging, or by older versions).
 
+pub mod capture;
 mod controllers;
 mod driver;
 mod endpoint;
@@ -90,6 +91,17 @@ pub struct Options {
     /// namespaces, addresses, routes and links, names the namespaces under /run/netns, says
     /// on stderr where they are, and starts nothing in them (see `endpoint/external.rs`).
     pub external: Vec<String>,
+    /// Capture the packets the links carry (see [`capture`]).
+    pub capture: Option<CaptureRequest>,
+}
+
+/// Where and what to capture.
+#[derive(Clone, Debug)]
+pub struct CaptureRequest {
+    /// The directory the files go into (it exists).
+    pub dir: std::path::PathBuf,
+    /// What to capture: the scenario's `[capture]`, or every link direction.
+    pub spec: pathweave_sim::capture::CaptureSpec,
 }
 
 impl Default for Options {
@@ -99,6 +111,7 @@ impl Default for Options {
             max_load_bps: MAX_LOAD_BPS,
             reno_congestion: None,
             external: Vec::new(),
+            capture: None,
         }
     }
 }
@@ -633,6 +646,8 @@ pub struct Outcome {
     pub results: pathweave_sim::Results,
     /// Timing, drops and transfer checks.
     pub report: Report,
+    /// What the capture wrote, if the run was captured.
+    pub capture: Option<capture::CaptureOutput>,
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! and the endpoints, sample in real time until the scenario's end, then stop everything,
 //! tear it down and report.
 
+use crate::capture::{CaptureOutput, Recorder};
 use crate::controllers::Controllers;
 use crate::driver::{Driver, Port, Route};
 use crate::endpoint::{dotted, mean, Endpoint, Ends};
@@ -184,7 +185,17 @@ impl<'a> TestBed<'a> {
             wall_start,
         };
         let devices = bed.configure(stop)?;
-        let links = bed.links(devices);
+        let mut links = bed.links(devices);
+        if let Some(c) = &opts.capture {
+            let names: Vec<&str> = scenario.links.iter().map(|l| l.name.as_str()).collect();
+            let recorder = Recorder::start(&c.spec, &c.dir, &names).map_err(|e| {
+                EmuError::Setup(format!(
+                    "creating the capture files in {}: {e}",
+                    c.dir.display()
+                ))
+            })?;
+            links.set_capture(recorder);
+        }
         Ok((bed, links))
     }
 
@@ -259,7 +270,8 @@ impl<'a> TestBed<'a> {
         let mut ports = Vec::new();
         let mut sampled = std::collections::BTreeSet::new();
         for (i, (f, d)) in scenario.flows.iter().zip(devices).enumerate() {
-            for ((sf, sfd), rfd) in f.subflows.iter().zip(d.sender).zip(d.receiver) {
+            for (k, ((sf, sfd), rfd)) in f.subflows.iter().zip(d.sender).zip(d.receiver).enumerate()
+            {
                 let (fwd, rev) = topology::subflow_routes(sf);
                 sampled.extend(fwd.iter().copied());
                 let (sp, rp) = (ports.len() as u32, ports.len() as u32 + 1);
@@ -270,12 +282,14 @@ impl<'a> TestBed<'a> {
                     hops: fwd,
                     out_port: rp,
                     flow: i as u32,
+                    subflow: k as u32,
                     data: true,
                 });
                 routes.push(Route {
                     hops: rev,
                     out_port: sp,
                     flow: i as u32,
+                    subflow: k as u32,
                     data: false,
                 });
             }
@@ -424,7 +438,7 @@ impl<'a> TestBed<'a> {
         for t in running.apps {
             let _ = t.join();
         }
-        let (driver, driver_result) = running
+        let (mut driver, driver_result) = running
             .links
             .join()
             .map_err(|_| EmuError::Failed("the link emulator thread panicked".to_string()))?;
@@ -441,10 +455,36 @@ impl<'a> TestBed<'a> {
             eprintln!("{}", lab::not_removed_warning(&not_removed));
         }
 
+        let capture = self.finish_capture(&mut driver)?;
         let results = self.results(&driver, sampled.flow_series, sampled.subflow_series);
         let left = not_removed.into_iter().map(|(n, _)| n).collect();
         let report = self.report(&driver, device_drops, wall_s, namespaces, left);
-        Ok(crate::Outcome { results, report })
+        Ok(crate::Outcome {
+            results,
+            report,
+            capture,
+        })
+    }
+
+    /// Close the capture's files (after the link thread ended) and gather what it wrote.
+    fn finish_capture(&self, driver: &mut Driver) -> Result<Option<CaptureOutput>, EmuError> {
+        let Some(recorder) = driver.take_capture() else {
+            return Ok(None);
+        };
+        let dirs = recorder.dirs();
+        let (summary, log, warnings) = recorder
+            .finish()
+            .map_err(|e| EmuError::Failed(format!("capture: {e}")))?;
+        let in_flight_at_end = dirs
+            .iter()
+            .map(|&d| driver.in_flight_at_end.get(d).copied().unwrap_or(0))
+            .collect();
+        Ok(Some(CaptureOutput {
+            summary,
+            log,
+            warnings,
+            in_flight_at_end,
+        }))
     }
 }
 /// The ends of the flows whose applications run outside the emulator. Dropping it stops

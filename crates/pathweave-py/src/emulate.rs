@@ -6,9 +6,10 @@
 //! devices, threads) and is re-raised.
 
 use crate::errors::{EmulationError, EmulationRefused};
-use crate::results::results_dict;
+use crate::results::{capture_dict, results_dict};
 use crate::scenario::PyScenario;
-use pathweave_emu::{EmuError, Lateness, Options, Report};
+use pathweave_emu::{CaptureRequest, EmuError, Lateness, Options, Report};
+use pathweave_sim::capture::CaptureSpec;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -78,12 +79,22 @@ fn report_dict<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>>
     Ok(d)
 }
 
-/// Emulate `scenario` in real time; returns `(results, report)` as dicts.
+/// The capture as a dict (see `capture_dict`), each file with `in_flight_at_end`.
+type Emulated<'py> = (
+    Bound<'py, PyDict>,
+    Bound<'py, PyDict>,
+    Option<Bound<'py, PyDict>>,
+);
+
+/// Emulate `scenario` in real time; returns `(results, report, capture)` as dicts, `capture`
+/// None unless `capture_dir` (an existing directory) was given: then the packets the links
+/// carry are captured there as the scenario's `[capture]` asks (every link direction with the
+/// defaults without one), and `capture` says what was written, with the queue log's rows.
 ///
 /// Raises `EmulationRefused` when the scenario or the machine cannot be emulated (nothing was
 /// created) and `EmulationError` when the run failed; either way nothing is left behind.
 #[pyfunction]
-#[pyo3(signature = (scenario, seed = None, max_load_bps = None, reno_congestion = None, external = Vec::new()))]
+#[pyo3(signature = (scenario, seed = None, max_load_bps = None, reno_congestion = None, external = Vec::new(), capture_dir = None))]
 pub(crate) fn emulate<'py>(
     py: Python<'py>,
     scenario: &Bound<'py, PyScenario>,
@@ -91,12 +102,21 @@ pub(crate) fn emulate<'py>(
     max_load_bps: Option<u64>,
     reno_congestion: Option<String>,
     external: Vec<String>,
-) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    capture_dir: Option<std::path::PathBuf>,
+) -> PyResult<Emulated<'py>> {
     let spec = scenario.get().inner.clone();
+    let capture = capture_dir.map(|dir| CaptureRequest {
+        dir,
+        spec: spec
+            .capture
+            .clone()
+            .unwrap_or_else(|| CaptureSpec::everything(spec.links.len())),
+    });
     let mut opts = Options {
         seed,
         reno_congestion,
         external,
+        capture,
         ..Options::default()
     };
     if let Some(m) = max_load_bps {
@@ -113,9 +133,22 @@ pub(crate) fn emulate<'py>(
     )?;
     let o = outcome.map_err(to_py_err)?;
     let series = &scenario.get().inner.series;
+    let capture = match o.capture {
+        Some(c) => {
+            let d = capture_dict(py, &c.summary, &c.log, c.warnings)?;
+            if let Some(files) = d.get_item("files")? {
+                for (k, n) in c.in_flight_at_end.iter().enumerate() {
+                    files.get_item(k)?.set_item("in_flight_at_end", n)?;
+                }
+            }
+            Some(d)
+        }
+        None => None,
+    };
     Ok((
         results_dict(py, &o.results, series)?,
         report_dict(py, &o.report)?,
+        capture,
     ))
 }
 

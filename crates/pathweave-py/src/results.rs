@@ -9,7 +9,7 @@
 //! Every table is destructured exhaustively, so a column added in pathweave-sim is a compile
 //! error here until it is exported too.
 
-use pathweave_sim::capture::PacketLog;
+use pathweave_sim::capture::{CaptureSummary, PacketLog};
 use pathweave_sim::results::{
     FlowSeries, FlowTable, GroupFairness, LinkSeries, LinkTable, RunStats, SeriesChunk,
     SubflowSeries, SubflowTable,
@@ -386,4 +386,33 @@ pub(crate) fn packet_log_dict<'py>(py: Python<'py>, l: &PacketLog) -> PyResult<B
         .num("queue_bytes", queue_bytes)?
         .num("queue_packets", queue_packets)?
         .dict)
+}
+
+/// A finished capture as a dict: `files` (a list of dicts: `name`, `link`, `direction`,
+/// `packets`, `bytes`, `truncated`), `log_rows`, `log_truncated`, the queue log's last rows as
+/// `log` and the last `warnings`.
+pub(crate) fn capture_dict<'py>(
+    py: Python<'py>,
+    summary: &CaptureSummary,
+    log: &PacketLog,
+    warnings: Vec<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    let files = PyList::empty(py);
+    for f in &summary.files {
+        let d = PyDict::new(py);
+        d.set_item("name", &f.name)?;
+        d.set_item("link", &f.link)?;
+        d.set_item("direction", &f.direction)?;
+        d.set_item("packets", f.packets)?;
+        d.set_item("bytes", f.bytes)?;
+        d.set_item("truncated", f.truncated)?;
+        files.append(d)?;
+    }
+    out.set_item("files", files)?;
+    out.set_item("log_rows", summary.log_rows)?;
+    out.set_item("log_truncated", summary.log_truncated)?;
+    out.set_item("log", packet_log_dict(py, log)?)?;
+    out.set_item("warnings", warnings)?;
+    Ok(out)
 }

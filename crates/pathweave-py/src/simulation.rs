@@ -8,7 +8,7 @@
 //!   raises `PathweaveError` instead of touching state the panic may have left inconsistent.
 
 use crate::errors::{guard, pathweave_error};
-use crate::results::{packet_log_dict, results_dict, series_dict};
+use crate::results::{capture_dict, packet_log_dict, results_dict, series_dict};
 use crate::scenario::PyScenario;
 use pathweave_cc::Instant;
 use pathweave_sim::capture::CaptureSpec;
@@ -16,7 +16,6 @@ use pathweave_sim::Simulation;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use pyo3::types::PyList;
 use std::panic::AssertUnwindSafe;
 
 /// A running simulation of a scenario.
@@ -201,24 +200,7 @@ impl PySimulation {
         let (summary, log, warnings) = self
             .with_sim(|s| s.finish_capture())?
             .map_err(pathweave_error)?;
-        let out = PyDict::new(py);
-        let files = PyList::empty(py);
-        for f in &summary.files {
-            let d = PyDict::new(py);
-            d.set_item("name", &f.name)?;
-            d.set_item("link", &f.link)?;
-            d.set_item("direction", &f.direction)?;
-            d.set_item("packets", f.packets)?;
-            d.set_item("bytes", f.bytes)?;
-            d.set_item("truncated", f.truncated)?;
-            files.append(d)?;
-        }
-        out.set_item("files", files)?;
-        out.set_item("log_rows", summary.log_rows)?;
-        out.set_item("log_truncated", summary.log_truncated)?;
-        out.set_item("log", packet_log_dict(py, &log)?)?;
-        out.set_item("warnings", warnings)?;
-        Ok(out)
+        capture_dict(py, &summary, &log, warnings)
     }
 
     /// Check that every packet sent is accounted for (delivered, dropped or still in a link).

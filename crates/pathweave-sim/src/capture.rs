@@ -13,6 +13,7 @@
 //! Nothing here runs when capture is off: the network holds the capture as an `Option`, and
 //! the event loop that captures is a loop of its own.
 
+pub mod files;
 pub mod packets;
 pub mod pcapng;
 pub mod sha256;
@@ -21,12 +22,10 @@ use crate::link::LinkDir;
 use crate::net::RouteInfo;
 use crate::packet::{unfold, PacketId, PacketPool};
 use crate::scenario::{FlowKind, Scenario, Transport};
+pub use files::{CaptureFiles, Engine, LogRow};
 use packets::{Endpoints, Options, Segment, ACK, PSH, SYN, WINDOW_SHIFT};
 use pathweave_cc::Instant;
-use pcapng::{PcapngWriter, Written, FLAG_OUTBOUND, LINKTYPE_RAW};
-use std::collections::{HashSet, VecDeque};
-use std::fs::File;
-use std::io::BufWriter;
+use std::collections::HashSet;
 use std::path::Path;
 
 /// The default snapshot length: every header the capture writes fits (IPv4, TCP with 40
@@ -204,22 +203,6 @@ struct Fields {
     sack: [(u64, u64); crate::packet::MAX_SACK_BLOCKS],
 }
 
-/// A record held back until the packets transmitted before it have been written.
-struct Pending {
-    ts: u64,
-    orig: u32,
-    data: Vec<u8>,
-    comment: &'static str,
-}
-
-struct DirState {
-    file: CaptureFile,
-    writer: Option<PcapngWriter<BufWriter<File>>>,
-    pending: VecDeque<Pending>,
-    /// Global subflow indices whose handshake this file already holds.
-    greeted: HashSet<u32>,
-}
-
 /// What the network lends the capture to read a packet it holds.
 pub(crate) struct NetView<'a> {
     pub hop_route: &'a [u32],
@@ -238,14 +221,18 @@ pub(crate) struct Held {
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DropCause {
+pub enum DropCause {
+    /// The buffer was full.
     Overflow,
+    /// RED's random early drop.
     Early,
+    /// RED's forced drop.
     Forced,
 }
 
 impl DropCause {
-    fn comment(self) -> &'static str {
+    /// The comment a capture file gives a packet dropped for this cause.
+    pub fn comment(self) -> &'static str {
         match self {
             DropCause::Overflow => "dropped: queue overflow",
             DropCause::Early => "dropped: RED early drop",
@@ -254,21 +241,19 @@ impl DropCause {
     }
 }
 
-const WIRE_LOSS: &str = "dropped: lost on the wire";
+/// The comment a capture file gives a packet lost on the wire.
+pub const WIRE_LOSS: &str = "dropped: lost on the wire";
 
 /// A run's capture: the open files, the queue log and what the packets are built from.
 pub struct Capture {
-    spec: CaptureSpec,
-    dirs: Vec<Option<DirState>>,
+    files: CaptureFiles,
+    /// Per link direction: the global subflow indices whose handshake its file already
+    /// holds.
+    greeted: Vec<HashSet<u32>>,
     templates: Vec<Template>,
     /// Per route: the last subflow and data sequence numbers seen, which the low 32 bits a
     /// link holds unfold against.
     last: Vec<(u64, u64)>,
-    log: PacketLog,
-    log_rows: u64,
-    log_truncated: bool,
-    warnings: Vec<String>,
-    error: Option<String>,
     scratch: Vec<u8>,
 }
 
@@ -314,20 +299,6 @@ pub fn token_and_idsn(key: u64) -> (u32, u64) {
     (token, u64::from_be_bytes(low))
 }
 
-/// A file name for a link direction: the link's name with characters other than letters,
-/// digits, `.`, `_` and `-` replaced by `_`.
-fn file_name(link: &str, reverse: bool) -> String {
-    let safe: String = link
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
-            _ => '_',
-        })
-        .collect();
-    let dir = if reverse { "reverse" } else { "forward" };
-    format!("{safe}-{dir}.pcapng")
-}
-
 impl Capture {
     /// Open the files of `spec` in `dir` (which exists) for a run of `scenario` with `seed`.
     pub fn new(
@@ -338,57 +309,15 @@ impl Capture {
         n_dirs: usize,
     ) -> std::io::Result<Capture> {
         let templates = templates(scenario, seed);
-        let mut dirs: Vec<Option<DirState>> = (0..n_dirs).map(|_| None).collect();
-        let mut used = HashSet::new();
-        let app = format!("pathweave {} (simulated)", env!("CARGO_PKG_VERSION"));
-        for &d in &spec.dirs {
-            let (link, reverse) = ((d / 2) as usize, d % 2 == 1);
-            let Some(l) = scenario.links.get(link) else {
-                continue;
-            };
-            let mut name = file_name(&l.name, reverse);
-            if !used.insert(name.clone()) {
-                name = file_name(&format!("{}-{link}", l.name), reverse);
-                used.insert(name.clone());
-            }
-            let direction = if reverse { "reverse" } else { "forward" };
-            let out = BufWriter::with_capacity(1 << 16, File::create(dir.join(&name))?);
-            let writer = PcapngWriter::new(
-                out,
-                &app,
-                LINKTYPE_RAW,
-                spec.snaplen,
-                &format!("{}-{direction}", l.name),
-                &format!(
-                    "simulated link {} ({direction}), stamped at transmission end",
-                    l.name
-                ),
-                spec.max_bytes,
-            )?;
-            dirs[d as usize] = Some(DirState {
-                file: CaptureFile {
-                    name,
-                    link: l.name.clone(),
-                    direction: direction.to_string(),
-                    packets: 0,
-                    bytes: 0,
-                    truncated: false,
-                },
-                writer: Some(writer),
-                pending: VecDeque::new(),
-                greeted: HashSet::new(),
-            });
-        }
+        let names: Vec<&str> = scenario.links.iter().map(|l| l.name.as_str()).collect();
+        let files = CaptureFiles::create(spec, dir, &names, Engine::Simulated)?;
         Ok(Capture {
-            spec: spec.clone(),
-            dirs,
+            files,
+            greeted: (0..n_dirs.max(2 * names.len()))
+                .map(|_| HashSet::new())
+                .collect(),
             last: vec![(0, 0); templates.len()],
             templates,
-            log: PacketLog::default(),
-            log_rows: 0,
-            log_truncated: false,
-            warnings: Vec::new(),
-            error: None,
             scratch: Vec::with_capacity(256),
         })
     }
@@ -396,23 +325,23 @@ impl Capture {
     /// Whether link direction `d` is captured.
     #[inline]
     pub(crate) fn captures(&self, d: usize) -> bool {
-        matches!(self.dirs.get(d), Some(Some(_)))
+        self.files.captures(d)
     }
 
     /// Rows of the queue log not yet taken.
     pub fn log_pending(&self) -> usize {
-        self.log.len()
+        self.files.log_pending()
     }
 
     /// Move out the queue log's rows recorded since the last call.
     pub fn take_log(&mut self) -> PacketLog {
-        std::mem::take(&mut self.log)
+        self.files.take_log()
     }
 
     /// Move out the warnings raised since the last call (files that reached their limit,
     /// the queue log reaching its own).
     pub fn take_warnings(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.warnings)
+        self.files.take_warnings()
     }
 
     /// Read a packet a link holds as `word` and `tag`.
@@ -459,30 +388,17 @@ impl Capture {
         event: LogEvent,
         queue: (u32, u64),
     ) {
-        if !self.spec.events || self.log_truncated {
-            return;
-        }
-        if self.log_rows >= self.spec.max_events {
-            self.log_truncated = true;
-            self.warnings.push(format!(
-                "capture: the queue log reached max_events ({} rows) at {:.6} s; later events \
-                 are not recorded",
-                self.spec.max_events,
-                t.as_secs_f64()
-            ));
-            return;
-        }
-        self.log_rows += 1;
-        let l = &mut self.log;
-        l.time_s.push(t.as_secs_f64());
-        l.link_dir.push(d as u32);
-        l.flow.push(info.flow);
-        l.subflow.push(info.sub as u32);
-        l.sequence.push(seq);
-        l.bytes.push(size);
-        l.event.push(event as u8);
-        l.queue_bytes.push(queue.1);
-        l.queue_packets.push(queue.0);
+        self.files.log_row(LogRow {
+            time: t,
+            link_dir: d as u32,
+            flow: info.flow,
+            subflow: info.sub as u32,
+            sequence: seq,
+            bytes: size,
+            event,
+            queue_packets: queue.0,
+            queue_bytes: queue.1,
+        });
     }
 
     /// Log the transmissions that started at link direction `d` by `now` (its dequeues).
@@ -493,7 +409,7 @@ impl Capture {
         now: Instant,
         net: &NetView<'_>,
     ) {
-        if !self.spec.events {
+        if !self.files.spec().events {
             link.queue_len(now);
             return;
         }
@@ -520,7 +436,7 @@ impl Capture {
         started: bool,
         net: &NetView<'_>,
     ) {
-        if !self.spec.events {
+        if !self.files.spec().events {
             return;
         }
         let route = net.hop_route[(p.tag & !crate::net::Net::POOLED) as usize] as usize;
@@ -585,128 +501,28 @@ impl Capture {
         comment: Option<&'static str>,
         defer: bool,
     ) {
-        let Some(Some(state)) = self.dirs.get_mut(d) else {
-            return;
-        };
-        if state.writer.is_none() {
+        if !self.files.writing(d) {
             return;
         }
         let t = self.templates[route];
-        let first = state.greeted.insert(t.subflow);
+        let first = self.greeted[d].insert(t.subflow);
         let mut out = std::mem::take(&mut self.scratch);
         if first {
             for &hs in handshake(&t) {
                 out.clear();
                 let orig = write_handshake(&mut out, &t, hs);
-                self.emit(d, ts, &out, orig, None, defer);
+                self.files.emit(d, ts, &out, orig, None, defer);
             }
         }
         out.clear();
         let orig = write_packet(&mut out, &t, f);
-        self.emit(d, ts, &out, orig, comment, defer);
+        self.files.emit(d, ts, &out, orig, comment, defer);
         self.scratch = out;
     }
 
-    fn emit(
-        &mut self,
-        d: usize,
-        ts: u64,
-        data: &[u8],
-        orig: u32,
-        comment: Option<&'static str>,
-        defer: bool,
-    ) {
-        let snap = (self.spec.snaplen as usize).min(data.len());
-        if defer {
-            if let Some(Some(s)) = self.dirs.get_mut(d) {
-                s.pending.push_back(Pending {
-                    ts,
-                    orig,
-                    data: data[..snap].to_vec(),
-                    comment: comment.unwrap_or(""),
-                });
-            }
-            return;
-        }
-        self.flush_pending(d, Some(ts));
-        self.write(d, ts, &data[..snap], orig, comment);
-    }
-
-    /// Write the held-back records of link direction `d` stamped at or before `upto` (all
-    /// with `None`).
-    fn flush_pending(&mut self, d: usize, upto: Option<u64>) {
-        loop {
-            let Some(Some(s)) = self.dirs.get_mut(d) else {
-                return;
-            };
-            match s.pending.front() {
-                Some(p) if upto.is_none_or(|u| p.ts <= u) => {}
-                _ => return,
-            }
-            let Some(p) = s.pending.pop_front() else {
-                return;
-            };
-            let comment = (!p.comment.is_empty()).then_some(p.comment);
-            self.write(d, p.ts, &p.data, p.orig, comment);
-        }
-    }
-
-    fn write(&mut self, d: usize, ts: u64, data: &[u8], orig: u32, comment: Option<&str>) {
-        let Some(Some(s)) = self.dirs.get_mut(d) else {
-            return;
-        };
-        let Some(w) = s.writer.as_mut() else {
-            return;
-        };
-        match w.packet(ts, data, orig, FLAG_OUTBOUND, comment) {
-            Ok(Written::Yes) | Ok(Written::Stopped) => {}
-            Ok(Written::LimitReached) => {
-                s.file.truncated = true;
-                s.pending.clear();
-                self.warnings.push(format!(
-                    "capture: {} reached max_bytes ({} bytes) at {:.6} s; later packets of \
-                     that link direction are not captured",
-                    s.file.name,
-                    self.spec.max_bytes,
-                    ts as f64 / 1e9
-                ));
-            }
-            Err(e) => {
-                s.writer = None;
-                if self.error.is_none() {
-                    self.error = Some(format!("cannot write {}: {e}", s.file.name));
-                }
-            }
-        }
-    }
-
     /// Write what is held back and close every file.
-    pub fn finish(mut self) -> Result<CaptureSummary, String> {
-        let mut files = Vec::new();
-        for d in 0..self.dirs.len() {
-            self.flush_pending(d, None);
-            let Some(Some(mut s)) = self.dirs.get_mut(d).map(Option::take) else {
-                continue;
-            };
-            if let Some(w) = s.writer.take() {
-                s.file.packets = w.packets();
-                s.file.bytes = w.bytes();
-                if let Err(e) = w.finish() {
-                    if self.error.is_none() {
-                        self.error = Some(format!("cannot write {}: {e}", s.file.name));
-                    }
-                }
-            }
-            files.push(s.file);
-        }
-        if let Some(e) = self.error {
-            return Err(e);
-        }
-        Ok(CaptureSummary {
-            files,
-            log_rows: self.log_rows,
-            log_truncated: self.log_truncated,
-        })
+    pub fn finish(self) -> Result<CaptureSummary, String> {
+        self.files.finish()
     }
 }
 
@@ -955,13 +771,6 @@ fn write_packet(out: &mut Vec<u8>, t: &Template, f: &Fields) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A file name keeps the link's name where it is safe in a path.
-    #[test]
-    fn file_names_follow_the_link() {
-        assert_eq!(file_name("bottleneck", false), "bottleneck-forward.pcapng");
-        assert_eq!(file_name("a/b c", true), "a_b_c-reverse.pcapng");
-    }
 
     /// The emulator's addressing: subflow p's sender at 198.18.(p+1), flow i's receiver at
     /// 198.19.(i+1).

@@ -587,7 +587,7 @@ impl LinkDir {
     /// [`LinkDir::advance`] for a capture's queue log: calls `f` with each packet whose
     /// transmission has started by `now` and that was still counted as waiting, in order,
     /// as its start, word, size, tag and the packets and bytes waiting behind it.
-    pub(crate) fn advance_logged(
+    pub fn advance_logged(
         &mut self,
         now: Instant,
         mut f: impl FnMut(Instant, u64, u32, u32, (u32, u64)),
@@ -609,15 +609,26 @@ impl LinkDir {
         }
     }
 
-    /// The transmission start of the packet at the head (the next to reach the far end).
-    pub(crate) fn head_start(&self) -> Option<Instant> {
-        (self.ring.len != 0).then_some(self.ring.first.start)
-    }
-
     /// Whether the head packet has reached the far end by `now` (what
     /// [`LinkDir::pop_arrived`] would take).
     pub(crate) fn head_arrived(&self, now: Instant) -> bool {
         self.ring.len != 0 && self.ring.first.arrive <= now
+    }
+
+    /// If the head packet has reached the far end by `now` (what [`LinkDir::pop_arrived`]
+    /// takes next), the time it left the transmitter, as a capture stamps it: its arrival
+    /// (`now`) less the propagation delay, never before it started nor after `now`. That is
+    /// its transmission end unless the delay changed while it propagated.
+    pub fn head_egress(&self, now: Instant) -> Option<Instant> {
+        if !self.head_arrived(now) {
+            return None;
+        }
+        let start = self.ring.first.start;
+        Some(
+            Instant(now.0.saturating_sub(self.delay.0))
+                .max(start)
+                .min(now),
+        )
     }
 
     /// The head packet's size and whether it is lost on the wire.
@@ -631,7 +642,7 @@ impl LinkDir {
     }
 
     /// Drops so far by cause: overflow, RED early, RED forced.
-    pub(crate) fn drop_causes(&self) -> (u64, u64, u64) {
+    pub fn drop_causes(&self) -> (u64, u64, u64) {
         let c = &self.counts;
         (c.drops_overflow, c.drops_early, c.drops_forced)
     }

@@ -399,14 +399,9 @@ impl Net {
             };
             let link = &mut self.links[l];
             cap.advance(l, link, now, &view);
-            if let (Some(start), Some((word, tag))) = (link.head_start(), link.head_tag()) {
-                if link.head_arrived(now) {
-                    let ts = Instant(now.0.saturating_sub(link.delay().0))
-                        .max(start)
-                        .min(now);
-                    let (size, lost) = link.head_size();
-                    cap.on_egress(l, ts, Held { word, size, tag }, lost, &view);
-                }
+            if let (Some(ts), Some((word, tag))) = (link.head_egress(now), link.head_tag()) {
+                let (size, lost) = link.head_size();
+                cap.on_egress(l, ts, Held { word, size, tag }, lost, &view);
             }
         }
         self.capture = Some(cap);
