@@ -204,13 +204,7 @@ def run(
     if out is not None and format not in ("parquet", "csv"):
         raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
     with ExitStack() as stack:
-        tmp = None if out is None else stack.enter_context(_atomic_directory(Path(out)))
-        capture_dir: Path | None = None
-        if pcap is not None:
-            capture_dir = stack.enter_context(_atomic_directory(Path(pcap), marker=CAPTURE_MARKER))
-        elif tmp is not None and scenario.has_capture:
-            capture_dir = tmp / "capture"
-            capture_dir.mkdir()
+        tmp, capture_dir = _output_directories(stack, scenario, out, pcap)
         sim = Simulation(scenario, seed)
         capture = None if capture_dir is None else CaptureWriter(sim, scenario, capture_dir)
         try:
@@ -718,6 +712,25 @@ def check_output_directory(target: Path, marker: str = "run.json") -> None:
         raise PermissionError(
             f"{target} cannot be created: {parent} cannot be written ({e.strerror})"
         ) from None
+
+
+def _output_directories(
+    stack: ExitStack,
+    scenario: Scenario,
+    out: str | os.PathLike[str] | None,
+    pcap: str | os.PathLike[str] | None,
+) -> tuple[Path | None, Path | None]:
+    """The temporary results directory for ``out`` and the capture directory (``pcap``, or
+    ``capture/`` inside the results when the scenario has ``[capture]``), entered on
+    ``stack``: each appears under its name only once the run is complete."""
+    tmp = None if out is None else stack.enter_context(_atomic_directory(Path(out)))
+    capture_dir: Path | None = None
+    if pcap is not None:
+        capture_dir = stack.enter_context(_atomic_directory(Path(pcap), marker=CAPTURE_MARKER))
+    elif tmp is not None and scenario.has_capture:
+        capture_dir = tmp / "capture"
+        capture_dir.mkdir()
+    return tmp, capture_dir
 
 
 @contextmanager

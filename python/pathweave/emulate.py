@@ -25,13 +25,12 @@ import os
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 from pathweave import _core
 from pathweave._core import Scenario
-from pathweave.api import Format, Result, _atomic_directory, load
-from pathweave.capture import CAPTURE_MARKER, write_capture
+from pathweave.api import Format, Result, _output_directories, load
+from pathweave.capture import write_capture
 
 __all__ = ["EmulatedResult", "check", "cleanup", "emulate", "leftovers"]
 
@@ -112,13 +111,7 @@ def emulate(
     if out is not None and format not in ("parquet", "csv"):
         raise ValueError(f"format must be 'parquet' or 'csv', not {format!r}")
     with ExitStack() as stack:
-        tmp = None if out is None else stack.enter_context(_atomic_directory(Path(out)))
-        capture_dir: Path | None = None
-        if pcap is not None:
-            capture_dir = stack.enter_context(_atomic_directory(Path(pcap), marker=CAPTURE_MARKER))
-        elif tmp is not None and scenario.has_capture:
-            capture_dir = tmp / "capture"
-            capture_dir.mkdir()
+        tmp, capture_dir = _output_directories(stack, scenario, out, pcap)
         start = time.perf_counter()
         raw, report, capture = _core.emulate(
             scenario,
