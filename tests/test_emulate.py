@@ -365,10 +365,10 @@ def _idle_echoes(tmp_path: Path) -> tuple[float, int, EmulatedResult]:
 def test_an_idle_ping_sees_the_configured_rtt(tmp_path: Path) -> None:
     # A run the emulator itself finds disturbed (a packet held in a device or released later
     # than a tenth of the link's delay: with some 90 packets in the run, p99 is the worst of
-    # them) is repeated once, and the repeat must be on time unless the host took the CPU
-    # during both (see `kept_time`).
+    # them) is repeated up to twice, and the last run must be on time unless the host took the
+    # CPU during every one (see `kept_time`).
     done = []
-    for attempt in (1, 2):
+    for attempt in (1, 2, 3):
         before = _kernel_echo_rtt_s(), _wake_latency_s()
         (median, answered, res), _, share = _with_host_share(lambda: _idle_echoes(tmp_path))
         done.append((res, share))
@@ -576,9 +576,19 @@ def _with_host_share(call: Any) -> tuple[Any, float, float]:
     return value, stolen, stolen / max(time.monotonic() - t0, 1e-9)
 
 
+def _host_took_the_run(res: EmulatedResult, share: float) -> bool:
+    """Whether the host took enough of this machine's CPU during ``res`` to have made it late:
+    at least ``HOST_BUSY`` of its wall time, or at least as much CPU time as the run's p99
+    lateness (a stolen slice delays the packets due in it by up to its length; on a quiet host
+    the steal counter does not move at all). The stolen time is bounded below by ``share``
+    times the emulated duration, which the run's wall time exceeds."""
+    stolen_s = share * float(res.stats["simulated_s"])
+    return share >= HOST_BUSY or (stolen_s > 0 and stolen_s * 1e3 >= _p99_ms(res))
+
+
 def _host_busy_throughout(done: list[tuple[EmulatedResult, float]]) -> bool:
-    """Whether the host took at least ``HOST_BUSY`` of the wall time of every run in ``done``."""
-    return all(share >= HOST_BUSY for _, share in done)
+    """Whether the host took every run in ``done`` (see ``_host_took_the_run``)."""
+    return all(_host_took_the_run(res, share) for res, share in done)
 
 
 def repeat_while_late(
@@ -665,13 +675,22 @@ def test_a_late_run_is_skipped_only_when_the_host_took_the_cpu_every_time() -> N
         return SimpleNamespace(
             reliable=not late,
             emulation={"lateness": {"p99_ms": p99_ms}, "unreliable_because": ["late"] * late},
+            stats={"simulated_s": 5.0},
         )
 
     assert kept_time([(result(0.05), 0.5)], "x").reliable
     with pytest.raises(pytest.skip.Exception, match=r"1\.200, 3\.000 ms.*8\.0%, 19\.0%"):
         kept_time([(result(1.2), 0.08), (result(3.0), 0.19)], "x")
     with pytest.raises(AssertionError):
-        kept_time([(result(1.2), 0.08), (result(3.0), HOST_BUSY / 2)], "x")
+        kept_time([(result(1.2), 0.08), (result(30.0), HOST_BUSY / 2)], "x")
+    # Below HOST_BUSY, a run is still the host's when it stole at least its p99 lateness
+    # (0.4 % of 5 s = 20 ms against 2.8 ms) and not when it stole nothing or less.
+    with pytest.raises(pytest.skip.Exception):
+        kept_time([(result(8.6), 0.12), (result(2.8), 0.004)], "x")
+    with pytest.raises(AssertionError):
+        kept_time([(result(8.6), 0.12), (result(2.8), 0.0)], "x")
+    with pytest.raises(AssertionError):
+        kept_time([(result(8.6), 0.12), (result(25.0), 0.004)], "x")
 
 
 def test_a_busy_host_stops_the_repeats_after_a_streak(monkeypatch: pytest.MonkeyPatch) -> None:
