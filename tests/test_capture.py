@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -252,19 +253,34 @@ def _tshark(*args: str | Path) -> str:
     return proc.stdout
 
 
-@pytest.fixture(scope="module")
-def headline_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+# The scenarios whose captures Wireshark checks, cut to 3 s: the headline (constant-rate links,
+# one shared bottleneck) and wifi-lte (two trace-driven links, one subflow and one Reno flow
+# on each). Trace paths are made absolute so the copy runs from anywhere.
+CHECKED = ("headline", "wifi-lte")
+
+
+def _short(name: str) -> pathweave.Scenario:
+    text = Path(f"scenarios/{name}.toml").read_text()
+    text = re.sub(r'(?m)^duration = "[^"]*"$', 'duration = "3s"', text)
+    text = text.replace('"../traces/', f'"{Path("traces").resolve()}/')
+    return pathweave.parse(text, f"{name}.toml")
+
+
+@pytest.fixture(scope="module", params=CHECKED)
+def capture(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, pathweave.Result]:
+    """A 3 s run of one of ``CHECKED`` captured with the defaults, and its result."""
     if TSHARK is None:
         pytest.skip("tshark is not installed (make setup installs it as root with apt)")
-    text = Path("scenarios/headline.toml").read_text()
-    text = text.replace('duration = "100s"', 'duration = "3s"')
-    pcap = tmp_path_factory.mktemp("headline") / "pcap"
-    pathweave.run(pathweave.parse(text, "headline.toml"), pcap=pcap)
-    return pcap
+    pcap = tmp_path_factory.mktemp(request.param) / "pcap"
+    return pcap, pathweave.run(_short(request.param), pcap=pcap)
 
 
-def test_wireshark_finds_no_malformed_packet(headline_capture: Path) -> None:
-    for f in sorted(headline_capture.glob("*.pcapng")):
+def test_wireshark_finds_no_malformed_packet(capture: tuple[Path, pathweave.Result]) -> None:
+    files = sorted(capture[0].glob("*.pcapng"))
+    assert files
+    for f in files:
         report = _tshark("-r", f, "-q", "-z", "expert")
         assert "Malformed" not in report, f"{f.name}: {report}"
         # Warnings (segments lost upstream, out of order) and notes (retransmissions) are
@@ -273,40 +289,56 @@ def test_wireshark_finds_no_malformed_packet(headline_capture: Path) -> None:
 
 
 def test_wireshark_counts_each_subflows_packets_as_the_subflows_table_does(
-    headline_capture: Path,
+    capture: tuple[Path, pathweave.Result],
 ) -> None:
-    """`tshark -z conv,tcp` on the bottleneck's forward file: one conversation per subflow,
-    keyed by the sender's address (198.18.0.p for path p over all flows' subflows), holding
-    every data packet the subflow sent that reached the bottleneck's egress or was dropped
-    there, plus the two forward packets of the handshake the capture adds (SYN, third ACK).
-    So frames = packets_sent + 2 less those still upstream when the run ended: at most a
-    queue and an access link's worth, under 2 % here."""
-    report = _tshark("-r", headline_capture / "bottleneck-forward.pcapng", "-q", "-z", "conv,tcp")
-    frames = {}
-    for line in report.splitlines():
-        m = re.match(r"(198\.18\.\d+\.\d+):\d+\s+<->\s+\S+\s+(\d+)\s+\d+\s+\S+\s+(\d+)", line)
-        if m:
-            frames[m.group(1)] = int(m.group(3))
-    res = pathweave.run(
-        pathweave.parse(
-            Path("scenarios/headline.toml")
-            .read_text()
-            .replace('duration = "100s"', 'duration = "3s"'),
-            "headline.toml",
-        )
-    )
+    """`tshark -z conv,tcp` on the forward file of each subflow's last link: one conversation
+    per subflow, keyed by the sender's address (198.18.0.p for the p-th subflow over all
+    flows, from 1), holding every data packet the subflow sent that reached that link's
+    egress or was dropped there, plus the two forward packets of the handshake the capture
+    adds (SYN, third ACK). So frames = packets_sent + 2 less those still upstream when the
+    run ended: at most the last link's queue (its limit in packets) and what the access link
+    was carrying (under 2 % of the packets here)."""
+    pcap, res = capture
+    limits = {
+        link["name"]: int(str(link["queue"]["limit"]).removesuffix("pkt"))
+        for link in tomllib.loads(Path(f"scenarios/{res.scenario.name}.toml").read_text())["link"]
+    }
+    frames: dict[str, int] = {}
+    for last in sorted({path.split(">")[-1] for path in res.subflows["path"]}):
+        report = _tshark("-r", pcap / f"{last}-forward.pcapng", "-q", "-z", "conv,tcp")
+        for line in report.splitlines():
+            m = re.match(r"(198\.18\.\d+\.\d+):\d+\s+<->\s+\S+\s+(\d+)\s+\d+\s+\S+\s+(\d+)", line)
+            if m:
+                assert m.group(1) not in frames, f"{m.group(1)} on two last links"
+                frames[m.group(1)] = int(m.group(3))
     sent = res.subflows["packets_sent"].tolist()
     assert len(frames) == len(sent), (frames, sent)
-    for p, n in enumerate(sent):
+    for p, (n, path) in enumerate(zip(sent, res.subflows["path"], strict=True)):
         got = frames[f"198.18.0.{p + 1}"]
-        assert 0 <= n + 2 - got <= 0.02 * n, (p, n, got)
+        assert n > 100, (p, n)
+        assert 0 <= n + 2 - got <= limits[path.split(">")[-1]] + 0.02 * n, (p, n, got)
 
 
 def test_wireshark_ties_the_two_subflows_into_one_mptcp_connection(
-    headline_capture: Path,
+    capture: tuple[Path, pathweave.Result], tmp_path: Path
 ) -> None:
+    """The forward files of the links the connection's subflows cross last, merged into one
+    (by `mergecap`, in time order, when the subflows end on different links): every packet
+    with MPTCP options is in one MPTCP stream, and the stream is made of two subflows."""
+    pcap, res = capture
+    mp = res.subflows[res.subflows["flow"] == 0]
+    assert len(mp) == 2
+    files = [
+        pcap / f"{last}-forward.pcapng" for last in sorted({p.split(">")[-1] for p in mp["path"]})
+    ]
+    if len(files) > 1:
+        if shutil.which("mergecap") is None:
+            pytest.skip("mergecap (installed with tshark) is missing")
+        merged = tmp_path / "merged.pcapng"
+        subprocess.run(["mergecap", "-w", merged, *files], check=True, capture_output=True)
+        files = [merged]
     fields = _tshark(
-        "-r", headline_capture / "bottleneck-forward.pcapng", "-Y", "mptcp",
+        "-r", files[0], "-Y", "mptcp",
         "-T", "fields", "-e", "mptcp.stream", "-e", "tcp.srcport", "-e", "ip.src",
     )  # fmt: skip
     # A version-1 SYN carries no key yet, so Wireshark gives it no MPTCP stream.

@@ -1571,6 +1571,24 @@ def test_wireshark_reads_the_emulated_capture_and_ties_the_kernels_subflows(
     rows = [line.split("\t") for line in fields.splitlines() if line.split("\t")[0]]
     assert {r[0] for r in rows} == {"0"}, "one MPTCP connection"
     assert len({(r[1], r[2]) for r in rows}) == 2, "over two subflows"
+    # As for the simulator's capture (test_capture.py): one TCP conversation per subflow on
+    # the bottleneck, from the subflow's own address, with the packets the kernel counted as
+    # sent less those the end of the run caught upstream (at most the bottleneck's queue of
+    # 100 packets and 2 % more), plus the handshake's two.
+    import pandas as pd
+
+    frames = {}
+    report = run("-r", pcap / "bottleneck-forward.pcapng", "-q", "-z", "conv,tcp")
+    for line in report.splitlines():
+        m = re.match(r"(198\.18\.0\.\d+):\d+\s+<->\s+\S+\s+\d+\s+\d+\s+\S+\s+(\d+)", line)
+        if m:
+            frames[m.group(1)] = int(m.group(2))
+    sent = pd.read_parquet(emulated_capture[0] / "subflows.parquet")["packets_sent"].tolist()
+    assert len(frames) == len(sent) == 3, (frames, sent)
+    for p, n in enumerate(sent):
+        got = frames[f"198.18.0.{p + 1}"]
+        assert n > 1000, (p, n)
+        assert 0 <= n + 2 - got <= 100 + 0.02 * n, (p, n, got)
 
 
 @realtime
@@ -1592,3 +1610,65 @@ def test_a_capture_table_without_pcap_goes_into_the_emulated_output(tmp_path: Pa
     (info,) = json.loads((out / "capture" / "capture.json").read_text())["files"]
     assert info["packets"] > 1000
     assert json.loads((out / "run.json").read_text())["capture"]["files"] == ["l-forward.pcapng"]
+
+
+@realtime
+def test_an_emulated_capture_of_udp_and_quic_reads_as_udp_and_quic(tmp_path: Path) -> None:
+    """A constant-rate UDP flow and a QUIC flow over one link, 4 s, captured with the queue
+    log: Wireshark finds no malformed packet and no error; each flow is one UDP conversation
+    from its own address (198.18.0.1 the UDP flow, 198.18.0.2 the QUIC one) whose frames are
+    the packets the flow sent less those the run's end caught in the queue, on the wire or
+    not yet read (at most the queue and twice the link's bandwidth-delay product); every
+    packet of the QUIC conversation dissects as QUIC; the queue log has sequence 0 for both
+    (no TCP header) and the QUIC flow's acknowledgements on the reverse direction."""
+    import pandas as pd
+
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        pytest.skip("tshark is not installed (make setup installs it as root with apt)")
+    flows = (
+        '[[flow]]\nname = "udp"\npath = ["l"]\n'
+        'traffic = { type = "cbr", rate = "5Mbps", size = "1200B" }\n'
+        '[[flow]]\nname = "quic"\nalgorithm = "reno"\ntransport = "quic"\npath = ["l"]\n'
+        "[capture]\nevents = true\n"
+    )
+    queue = '{ type = "droptail", limit = "60pkt" }'
+    path = _scenario(tmp_path, _one_link(20, flows, duration="4s", queue=queue))
+    out, pcap = tmp_path / "out", tmp_path / "pcap"
+    proc = subprocess.run(
+        _cli("emulate", str(path), "--out", str(out), "--pcap", str(pcap)),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+    def run(*args: str | Path) -> str:
+        done = subprocess.run(
+            [tshark, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    for f in sorted(pcap.glob("*.pcapng")):
+        report = run("-r", f, "-q", "-z", "expert")
+        assert "Malformed" not in report, f"{f.name}: {report}"
+        assert "Errors (" not in report, f"{f.name}: {report}"
+    forward = pcap / "l-forward.pcapng"
+    frames = {}
+    for line in run("-r", forward, "-q", "-z", "conv,udp").splitlines():
+        m = re.match(r"(198\.18\.0\.\d+):\d+\s+<->\s+\S+\s+\d+\s+\d+\s+\S+\s+(\d+)", line)
+        if m:
+            frames[m.group(1)] = int(m.group(2))
+    assert sorted(frames) == ["198.18.0.1", "198.18.0.2"], frames
+    sent = pd.read_parquet(out / "flows.parquet")["packets_sent"].tolist()
+    bdp_packets = 20e6 * 0.020 / 8 / 1200
+    for flow, address in enumerate(("198.18.0.1", "198.18.0.2")):
+        missing = sent[flow] - frames[address]
+        assert 0 <= missing <= 60 + 2 * bdp_packets, (flow, sent[flow], frames[address])
+    quic = run("-r", forward, "-Y", "quic && ip.src == 198.18.0.2", "-T", "fields", "-e", "ip.src")
+    assert len(quic.splitlines()) == frames["198.18.0.2"]
+    log = pd.read_parquet(pcap / "packets.parquet")
+    assert set(log["flow"]) == {0, 1}
+    assert (log["sequence"] == 0).all()
+    reverse = log[log["direction"] == "reverse"]
+    assert set(reverse["flow"]) == {1}, "only QUIC acknowledges"
