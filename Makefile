@@ -145,10 +145,12 @@ bench: setup
 	$(BIN)/python bench/dumbbell.py
 	$(BIN)/python bench/multipath.py
 	$(BIN)/python bench/series_memory.py
+	$(BIN)/python bench/capture.py
 
 # Real-time capacity and lateness of the link emulator (root).
 bench-emulate: setup
 	$(BIN)/python bench/emulate.py
+	$(BIN)/python bench/emulate.py --trace --rates 12 120 602 1203
 
 # CPU cost per ACK of the BPF controllers (root, BTF, the BPF build).
 bench-kernel: setup

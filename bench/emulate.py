@@ -11,7 +11,14 @@ time minus the time the link model planned), and its drops. The highest rate who
 lateness stays within 0.2 ms with no packet dropped for want of the emulator (in its buffers
 or in the TUN devices' queues) is the emulator's real-time capacity on this machine.
 
-    python bench/emulate.py [--rates 10 100 1000 1500 1900] [--seconds 4] [--json OUT]
+    python bench/emulate.py [--rates 10 100 1000 1500 1900] [--seconds 4] [--trace]
+                            [--json OUT]
+
+With `--trace`, each link's capacity is a trace in Mahimahi's format instead of a constant
+rate: n delivery opportunities of 1504 bytes every millisecond, n the nearest whole number to
+the rate over 12.032 Mbit/s (one opportunity per millisecond), so the trace's rate is a
+multiple of 12.032 Mbit/s near the one asked for. It measures the packets per second a
+trace-driven link carries in real time, and the lateness, against the constant-rate link's.
 
 Needs root, /dev/net/tun and iproute2 (as `pathweave emulate` does). The numbers come from
 the emulator's lateness histogram, not from a timed test.
@@ -32,14 +39,31 @@ P99_TARGET_MS = 0.2
 SIZE = 1500
 
 
-def scenario_text(rate_mbps: float, seconds: float) -> str:
+# Mahimahi's delivery opportunity (`PACKET_SIZE` in its link_queue.cc): one a millisecond is
+# 12.032 Mbit/s.
+OPPORTUNITY_MBPS = 1504 * 8 / 1e3
+
+
+def trace_rate_mbps(rate_mbps: float) -> float:
+    """The rate of the constant trace that stands for ``rate_mbps`` (see the module's notes)."""
+    return max(1, round(rate_mbps / OPPORTUNITY_MBPS)) * OPPORTUNITY_MBPS
+
+
+def trace_text(rate_mbps: float) -> str:
+    """One second of a constant trace at ``trace_rate_mbps(rate_mbps)``."""
+    per_ms = round(trace_rate_mbps(rate_mbps) / OPPORTUNITY_MBPS)
+    return "".join(f"{ms}\n" * per_ms for ms in range(1, 1001))
+
+
+def scenario_text(rate_mbps: float, seconds: float, trace: bool = False) -> str:
+    capacity = '{ trace = "bench.trace" }' if trace else f'"{rate_mbps}Mbps"'
     return f"""
 name = "emulate-bench-{rate_mbps:g}"
 duration = "{seconds}s"
 sample_interval = "500ms"
 [[link]]
 name = "l"
-rate = "{rate_mbps}Mbps"
+rate = {capacity}
 delay = "5ms"
 queue = {{ type = "droptail", limit = "20000pkt" }}
 [[flow]]
@@ -49,12 +73,16 @@ traffic = {{ type = "cbr", rate = "{0.98 * rate_mbps:g}Mbps", size = "{SIZE}B" }
 """
 
 
-def measure(rate_mbps: float, seconds: float) -> dict[str, float | int | bool]:
+def measure(rate_mbps: float, seconds: float, trace: bool = False) -> dict[str, float | int | bool]:
     from pathweave.emulate import emulate
 
+    if trace:
+        rate_mbps = trace_rate_mbps(rate_mbps)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.toml"
-        path.write_text(scenario_text(rate_mbps, seconds))
+        path.write_text(scenario_text(rate_mbps, seconds, trace))
+        if trace:
+            (Path(tmp) / "bench.trace").write_text(trace_text(rate_mbps))
         res = emulate(path, max_load_bps=int(10e9))
     e = res.emulation
     lat = e["lateness"]
@@ -87,6 +115,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rates", type=float, nargs="+", default=[10, 100, 1000, 1500, 1900])
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument(
+        "--trace", action="store_true", help="links driven by a constant Mahimahi trace"
+    )
     ap.add_argument("--json", type=Path, metavar="OUT")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -95,6 +126,7 @@ def main() -> int:
     print(
         f"# {time.strftime('%Y-%m-%d')} {platform.node()} {os.cpu_count()} CPUs, "
         f"{platform.release()}; {SIZE}-byte datagrams at 98 % of the link rate"
+        + ("; links driven by a constant trace" if args.trace else "")
     )
     header = (
         f"{'link Mbit/s':>11} {'offered pkt/s':>13} {'carried pkt/s':>13} {'p50 ms':>8} "
@@ -105,7 +137,7 @@ def main() -> int:
     print(header)
     rows = []
     for rate in args.rates:
-        r = measure(rate, args.seconds)
+        r = measure(rate, args.seconds, args.trace)
         rows.append(r)
         print(
             f"{r['rate_mbps']:>11g} {r['offered_per_s']:>13,.0f} {r['packets_per_s']:>13,.0f} "
