@@ -132,3 +132,27 @@ def test_kelly_voice_and_fully_coupled_are_two_algorithms(short_headline: Path) 
         table.loc["kelly-voice", "flow_goodput_bps"]
         != table.loc["fully-coupled", "flow_goodput_bps"]
     )
+
+
+def test_variants_beside_the_kernel_take_the_linux_profile(tmp_path: Path) -> None:
+    """`variants(..., profile="linux")` (what `--engine sim,emulate` uses) runs as the scenario
+    with `[tcp] profile = "linux"` written in; a scenario that names a profile keeps its own."""
+    import pathweave
+    from pathweave.compare import variants
+
+    text = HEADLINE.read_text().replace('duration = "100s"', 'duration = "3s"')
+    plain_path = tmp_path / "plain.toml"
+    plain_path.write_text(text)
+    written = text.replace("[tcp]\n", '[tcp]\nprofile = "linux"\n', 1)
+    assert written != text
+    profiled = pathweave.run(pathweave.parse(written, "written.toml"), seed=1).flows
+
+    (sc,) = variants(plain_path, "mp", ["lia"], profile="linux").values()
+    assert pathweave.run(sc, seed=1).flows.equals(profiled)
+    (sc,) = variants(plain_path, "mp", ["lia"]).values()
+    assert not pathweave.run(sc, seed=1).flows.equals(profiled)
+    own_path = tmp_path / "own.toml"
+    own_path.write_text(text.replace("[tcp]\n", '[tcp]\nprofile = "default"\n', 1))
+    (own,) = variants(own_path, "mp", ["lia"], profile="linux").values()
+    (none,) = variants(plain_path, "mp", ["lia"]).values()
+    assert pathweave.run(own, seed=1).flows.equals(pathweave.run(none, seed=1).flows)

@@ -822,6 +822,12 @@ def test_compare_puts_both_engines_side_by_side(tmp_path: Path) -> None:
     table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
     assert list(table["engine"]) == ["sim", "emulate"]
     assert (table["share_ratio"] > 1.2).all()
+    # The simulator's row is the scenario under the linux profile (docs/scenarios.md).
+    from pathweave.compare import Comparison, variants
+
+    (sc,) = variants(path, "mp", ["uncoupled"], profile="linux").values()
+    expected = Comparison("mp", {"uncoupled": pathweave.run(sc)}).table()
+    assert table["share_ratio"][0] == pytest.approx(float(expected["share_ratio"][0]), rel=1e-9)
 
 
 def test_compare_refuses_an_unknown_engine(tmp_path: Path) -> None:

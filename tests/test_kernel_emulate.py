@@ -127,35 +127,22 @@ def no_controller_left_behind():
     assert left() == (set(), set())
 
 
-def _doc(name: str, seconds: float, algorithm: str, linux_arithmetic: bool) -> dict[str, Any]:
+def _doc(name: str, seconds: float, algorithm: str) -> dict[str, Any]:
     """A scenario of the repository in ``COPIES`` copies, with its duration set, the flow named
-    "mp" on ``algorithm``, and the simulator set to do what Linux does (the emulator ignores
-    these settings): limited transmit; with SACK recovery, proportional rate reduction and the
-    SACKs kept across a timeout; MPTCP's option bytes taken out of each subflow segment;
-    Linux MPTCP's sending side (send queues ahead of the windows, send buffers, data-level
-    resending); each subflow's first data after its handshake, a joining subflow's after the
-    connection is established."""
+    "mp" on ``algorithm``, and ``[tcp] profile = "linux"``: the simulator does what Linux does
+    (limited transmit; with SACK recovery, proportional rate reduction and the SACKs kept
+    across a timeout; MPTCP's option bytes; Linux MPTCP's sending side and handshakes) and
+    runs the coupled controllers with the kernel controllers' arithmetic (that of the
+    out-of-tree MPTCP kernel) where the algorithm has it. The emulator runs the kernels' own
+    stacks whatever the profile says."""
     src = SCENARIOS / name if (SCENARIOS / name).exists() else KERNEL_SCENARIOS / name
     doc = tomllib.loads(src.read_text(encoding="utf-8"))
     doc["duration"] = f"{seconds}s"
-    doc.setdefault("tcp", {})["limited_transmit"] = True
-    doc["tcp"]["mptcp_options"] = True
-    doc["tcp"]["scheduler"] = "linux"
-    doc["tcp"]["handshakes"] = True
-    if doc["tcp"].get("recovery") == "sack":
-        doc["tcp"]["prr"] = True
-        doc["tcp"]["keep_sack_on_rto"] = True
+    doc.setdefault("tcp", {})["profile"] = "linux"
     for f in doc["flow"]:
         if f["name"] == "mp":
             f["algorithm"] = algorithm
-            if linux_arithmetic and algorithm in LINUX_ARITHMETIC:
-                f["arithmetic"] = "linux"
     return replicate(doc, COPIES)
-
-
-# The kernel's controllers follow the out-of-tree MPTCP kernel's arithmetic, so the simulator
-# runs the same: `arithmetic = "linux"` where the algorithm has it.
-LINUX_ARITHMETIC = {"lia", "olia", "balia", "kelly-voice"}
 
 
 # Runs before a late run is accepted as a verdict on the machine, and the pause before each
@@ -221,7 +208,7 @@ def test_a_kept_verdict_is_given_to_every_reader() -> None:
 
 @_keeps_verdict
 def _emulated(name: str, seconds: float, algorithm: str) -> EmulatedResult:
-    doc = _doc(name, seconds, algorithm, linux_arithmetic=False)
+    doc = _doc(name, seconds, algorithm)
     sc = pathweave.parse(tomli_w.dumps(doc), f"{name} x{COPIES} ({algorithm})")
 
     def run() -> EmulatedResult:
@@ -249,7 +236,7 @@ def _emulated(name: str, seconds: float, algorithm: str) -> EmulatedResult:
 
 @functools.cache
 def _simulated(name: str, seconds: float, algorithm: str, seed: int) -> pathweave.Result:
-    doc = _doc(name, seconds, algorithm, linux_arithmetic=True)
+    doc = _doc(name, seconds, algorithm)
     sc = pathweave.parse(tomli_w.dumps(doc), f"{name} x{COPIES} ({algorithm}, linux arithmetic)")
     return pathweave.run(sc, seed=seed)
 

@@ -122,3 +122,70 @@ def test_an_unknown_profile_is_one_line_and_exit_2(tmp_path, value: str) -> None
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "tcp.profile" in lines[0], lines[0]
+
+
+QUIC_ONLY = """
+name = "profile-quic"
+duration = "4s"
+seed = 3
+{tcp}
+[[link]]
+name = "a"
+rate = "10Mbps"
+delay = "10ms"
+queue = {{ type = "droptail", limit = "30pkt" }}
+
+[[link]]
+name = "b"
+rate = "10Mbps"
+delay = "30ms"
+queue = {{ type = "droptail", limit = "30pkt" }}
+
+[[flow]]
+name = "mp"
+algorithm = "lia"
+transport = "quic"
+{flow}
+subflows = [ {{ path = ["a"] }}, {{ path = ["b"] }} ]
+"""
+
+
+def _quic(tcp: str = "", flow: str = "") -> pd.DataFrame:
+    text = QUIC_ONLY.format(tcp=tcp, flow=flow)
+    res = pathweave.run(pathweave.parse(text, "profile-quic.toml"))
+    return res.flows[["name", "delivered_bytes", "retransmits", "loss_events"]]
+
+
+def test_the_tcp_tables_profile_leaves_a_quic_flow_on_the_spec_arithmetic() -> None:
+    """`[tcp]`'s profile describes the kernel's TCP: a QUIC flow under it takes the one key
+    of it a QUIC flow reads from `[tcp]` (`handshakes`) and not the linux arithmetic; a
+    profile written on the QUIC flow itself gives it `handshakes` and the linux arithmetic, as
+    writing the two would (and the two arithmetics differ here)."""
+    pd.testing.assert_frame_equal(
+        _quic(tcp='[tcp]\nprofile = "linux"'), _quic(tcp="[tcp]\nhandshakes = true")
+    )
+    linux = _quic(flow='arithmetic = "linux"\nhandshakes = true')
+    pd.testing.assert_frame_equal(_quic(flow='profile = "linux"'), linux)
+    assert not linux.equals(_quic(flow="handshakes = true"))
+
+
+def test_the_profile_without_sack_recovery_runs_its_other_keys() -> None:
+    """PRR and the kept SACKs work on the SACK scoreboard: under NewReno recovery the profile
+    is not refused for them and runs as its four other keys written out; written by hand
+    without SACK recovery they are still refused."""
+    text = BASE.replace('recovery = "sack"\n', "")
+    others = "\n".join(
+        line
+        for line in LINUX_KEYS.strip().splitlines()
+        if line.split()[0] not in ("prr", "keep_sack_on_rto")
+    )
+
+    def flows(tcp: str, flow: str = "") -> pd.DataFrame:
+        sc = pathweave.parse(text.format(tcp=tcp, flow=flow, algorithm="lia"), "p.toml")
+        return pathweave.run(sc).flows[["name", "delivered_bytes", "retransmits", "loss_events"]]
+
+    profiled = flows('profile = "linux"')
+    pd.testing.assert_frame_equal(profiled, flows(others, 'arithmetic = "linux"'))
+    assert not profiled.equals(flows(""))
+    with pytest.raises(pathweave.ScenarioError, match='prr = true needs recovery = "sack"'):
+        pathweave.parse(text.format(tcp="prr = true", flow="", algorithm="lia"), "p.toml")

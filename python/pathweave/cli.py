@@ -241,7 +241,9 @@ def _parser() -> argparse.ArgumentParser:
         "--engine",
         default="sim",
         metavar="E[,E]",
-        help="sim, emulate or both (sim,emulate: side by side); emulate needs root (default: sim)",
+        help="sim, emulate or both (sim,emulate: side by side); emulate needs root; with "
+        'emulate, the scenario runs with [tcp] profile = "linux" unless it names a profile '
+        "(default: sim)",
     )
     cmp_p.add_argument(
         "--out",
@@ -738,8 +740,18 @@ def _compare(args: argparse.Namespace) -> int:
     from pathweave import compare as cmp
 
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    engines = [e.strip() for e in args.engine.split(",") if e.strip()]
+    bad = [e for e in engines if e not in ENGINES] or (
+        ["(repeated)"] if len(set(engines)) != len(engines) else []
+    )
+    if not engines or bad:
+        _error(f"--engine: {args.engine!r}: give sim, emulate or sim,emulate")
+        return EXIT_BAD_INPUT
+    # Beside the kernel, the simulator does what Linux does (docs/scenarios.md, "The linux
+    # profile"); the emulator runs the kernels' own stacks whatever the profile says.
+    profile = "linux" if "emulate" in engines else None
     try:
-        checked = cmp.variants(args.file, args.flow, algorithms)
+        checked = cmp.variants(args.file, args.flow, algorithms, profile=profile)
     except ScenarioError as e:
         print(e, file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -754,13 +766,6 @@ def _compare(args: argparse.Namespace) -> int:
         except OSError as e:
             _error(f"--out: {e}")
             return EXIT_BAD_INPUT
-    engines = [e.strip() for e in args.engine.split(",") if e.strip()]
-    bad = [e for e in engines if e not in ENGINES] or (
-        ["(repeated)"] if len(set(engines)) != len(engines) else []
-    )
-    if not engines or bad:
-        _error(f"--engine: {args.engine!r}: give sim, emulate or sim,emulate")
-        return EXIT_BAD_INPUT
     if "emulate" in engines:
         from pathweave.emulate import check
 

@@ -105,11 +105,17 @@ def _with_algorithm(doc: dict[str, Any], flow: str, algorithm: str) -> dict[str,
 
 
 def variants(
-    scenario: str | Path, flow: str, algorithms: Sequence[str] = DEFAULT_ALGORITHMS
+    scenario: str | Path,
+    flow: str,
+    algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
+    profile: str | None = None,
 ) -> dict[str, Scenario]:
     """The scenario once per algorithm for the flow named ``flow``, each checked by the
-    simulator's parser. Raises ``ValueError`` for an empty or repeated algorithm list or an
-    unknown flow, ``ScenarioError`` for an unreadable or bad scenario or a bad algorithm."""
+    simulator's parser. With ``profile``, the variants' ``[tcp]`` gets ``profile = PROFILE``
+    unless the scenario names one itself (its own keys still override the profile's, as
+    docs/scenarios.md says). Raises ``ValueError`` for an empty or repeated algorithm list or
+    an unknown flow, ``ScenarioError`` for an unreadable or bad scenario, a bad algorithm or
+    an unknown profile."""
     algorithms = list(algorithms)
     if not algorithms:
         raise ValueError("no algorithms to compare: give at least one, e.g. lia,olia")
@@ -120,6 +126,8 @@ def variants(
     load(path)  # the scenario as written must be valid too; reports an unreadable file
     doc = _core.toml_loads(read_scenario_text(path), str(path))
     absolute_trace_paths(doc, path.parent)  # trace files are named relative to the scenario
+    if profile is not None:
+        doc.setdefault("tcp", {}).setdefault("profile", profile)
     # The label names the variant, so an error says which algorithm it came with.
     return {
         alg: parse(

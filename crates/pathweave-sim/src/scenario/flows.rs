@@ -421,7 +421,8 @@ impl Reader<'_> {
             s.handshakes = self.boolean(&join(path, "handshakes"), v)?;
         }
         // PRR replaces RFC 6675's `cwnd − pipe` rule, and only SACK recovery has SACKs to
-        // keep across a timeout; the other recoveries have neither.
+        // keep across a timeout; the other recoveries have neither. Set by the linux profile
+        // rather than written, they are not an error: they act under SACK recovery only.
         for (on, key, what) in [
             (
                 s.prr,
@@ -434,7 +435,8 @@ impl Reader<'_> {
                 "only SACK recovery keeps a scoreboard of what the receiver holds",
             ),
         ] {
-            if on && s.recovery != Recovery::Sack {
+            let from_profile = s.profile == Profile::Linux && !t.contains_key(key);
+            if on && s.recovery != Recovery::Sack && !from_profile {
                 let field_key = if t.contains_key(key) { key } else { "recovery" };
                 let f = join(path, field_key);
                 let v = t.get(field_key).cloned().unwrap_or(Value::Boolean(true));
@@ -490,7 +492,7 @@ impl Reader<'_> {
             }
         }
         let mut own = Table::new();
-        for key in ["mss", "header", "initial_window", "handshakes"] {
+        for key in ["mss", "header", "initial_window", "handshakes", "profile"] {
             if let Some(v) = t.get(key) {
                 own.insert(key.to_string(), v.clone());
             }
@@ -820,9 +822,16 @@ impl Reader<'_> {
         } else if transport == Some(Transport::Quic) {
             let cfg = self.quic_settings(t, path, tcp)?;
             // The controller counts in QUIC's max_datagram_size, the largest UDP payload
-            // (RFC 9002 §7).
+            // (RFC 9002 §7). `[tcp]`'s profile describes the kernel's TCP, not a QUIC stack:
+            // a QUIC flow takes the profile's arithmetic only from a profile of its own.
+            let profile = if t.contains_key("profile") {
+                cfg.profile
+            } else {
+                Profile::Default
+            };
             let udp = TcpSettings {
                 mss: crate::quic::max_udp_payload(cfg.mss, cfg.header),
+                profile,
                 ..cfg
             };
             let control = self.control(t, path, &udp)?;

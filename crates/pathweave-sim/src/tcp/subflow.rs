@@ -140,8 +140,10 @@ impl Subflow {
                 flow,
                 recovery: cfg.recovery,
                 limited_transmit: cfg.limited_transmit,
-                prr: cfg.prr,
-                keep_sack_on_rto: cfg.keep_sack_on_rto,
+                // Both work on the SACK scoreboard; the parser lets the linux profile set
+                // them whatever the recovery, and they act under SACK recovery only.
+                prr: cfg.prr && cfg.recovery == Recovery::Sack,
+                keep_sack_on_rto: cfg.keep_sack_on_rto && cfg.recovery == Recovery::Sack,
             },
             dupthresh: cfg.dupthresh,
             partial_seen: false,
