@@ -704,8 +704,15 @@ def test_a_busy_host_stops_the_repeats_after_a_streak(monkeypatch: pytest.Monkey
     monkeypatch.setattr(
         sys.modules[__name__], "_with_host_share", lambda call: (call(), 0.0, shares.pop(0))
     )
-    late = SimpleNamespace(emulation={"lateness": {"p99_ms": 1.0}, "unreliable_because": ["x"]})
-    on_time = SimpleNamespace(emulation={"lateness": {"p99_ms": 0.1}, "unreliable_because": []})
+    # 0.1 s runs: a quiet host's share (HOST_BUSY / 2) steals 0.25 ms, below the late run's
+    # p99 of 1 ms, so it stays the emulator's (see `_host_took_the_run`).
+    stats = {"simulated_s": 0.1}
+    late = SimpleNamespace(
+        emulation={"lateness": {"p99_ms": 1.0}, "unreliable_because": ["x"]}, stats=stats
+    )
+    on_time = SimpleNamespace(
+        emulation={"lateness": {"p99_ms": 0.1}, "unreliable_because": []}, stats=stats
+    )
 
     def calls(results: list[Any], host: list[float]) -> int:
         shares[:] = host

@@ -141,7 +141,9 @@ def test_a_transfer_between_two_hosts_uses_both_paths(
     subflows = pd.read_parquet(out / "subflows.parquet")
     assert list(subflows["path"]) == [f"198.18.10.1>{SERVER}:4433", f"198.18.11.1>{SERVER}:4433"]
     assert (subflows["acked_bytes"] > 0).all(), subflows
-    # Each path left from its own device: the veth counters say so.
+    # Each path left from its own device: the veth counters hold at least the bytes the path
+    # had acknowledged (how the data splits between two zero-delay paths is quinn's
+    # scheduler's choice, docs/benchmarks.md; path 1 may carry little of it).
     for k in (0, 1):
         stats = subprocess.run(
             ["ip", "-n", snd, "-s", "link", "show", f"{snd[:-1]}a{k}"],
@@ -150,4 +152,4 @@ def test_a_transfer_between_two_hosts_uses_both_paths(
             check=True,
         ).stdout
         tx_bytes = int(stats.split("TX:")[1].splitlines()[1].split()[0])
-        assert tx_bytes > 100_000, (k, stats)
+        assert tx_bytes >= int(subflows["acked_bytes"][k]) > 0, (k, subflows, stats)
