@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.engine import RUN, SCENARIOS, build
+from bench.engine import RUN, SCENARIOS, build, instructions
 
 # Large enough that no file of the 100 s run is cut short (the largest is about 30 MB).
 CAPTURE_TABLE = '\n[capture]\nmax_bytes = "4GB"\n'
@@ -59,30 +58,6 @@ def run(path: Path, pcap: Path | None) -> dict:
         check=True,
     )
     return {**json.loads(out.stdout), "stderr": out.stderr}
-
-
-def instructions(path: Path, pcap: Path | None) -> int | None:
-    """Instructions executed by the whole run under callgrind, or None without valgrind."""
-    if shutil.which("valgrind") is None:
-        return None
-    extra = ["--pcap", str(pcap)] if pcap else []
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={tmp}/cg.out",
-                str(RUN),
-                str(path),
-                "--json",
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    m = re.search(r"Collected : (\d+)", out.stderr)
-    return int(m.group(1)) if m else None
 
 
 def written(stderr: str) -> tuple[int, int, bool]:
@@ -136,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{label}: a limit cut the capture short; its cost is understated")
             ir = None
             if not args.no_callgrind:
-                ir = instructions(path, pcap)
+                ir = instructions(path, ("--pcap", str(pcap)) if pcap else ())
             row = {
                 "case": label,
                 "bottleneck_packets": pkts,

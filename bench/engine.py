@@ -329,8 +329,9 @@ def scale_rows(rows: list[dict], measured: dict[str, dict]) -> list[dict]:
     return out
 
 
-def instructions(path: Path) -> int | None:
-    """Instructions executed by the whole run under callgrind."""
+def instructions(path: Path, extra: tuple[str, ...] = ()) -> int | None:
+    """Instructions executed by the whole run under callgrind (with the `run` example's
+    further arguments ``extra``)."""
     if shutil.which("valgrind") is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
@@ -342,6 +343,7 @@ def instructions(path: Path) -> int | None:
                 str(RUN),
                 str(path),
                 "--json",
+                *extra,
             ],
             capture_output=True,
             text=True,

@@ -245,12 +245,25 @@ TSHARK = shutil.which("tshark")
 
 
 def _tshark(*args: str | Path) -> str:
+    """tshark's standard output for ``args``; the test fails if it exits non-zero."""
     assert TSHARK is not None
     proc = subprocess.run(
-        [TSHARK, *map(str, args)], capture_output=True, text=True, timeout=120, check=False
+        [TSHARK, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def conversations(capture_file: Path, proto: str = "tcp") -> dict[str, int]:
+    """Frames per conversation of ``capture_file`` (`tshark -z conv,PROTO`), keyed by the
+    address of its pathweave sender (198.18.x.y); every conversation is one way here."""
+    frames: dict[str, int] = {}
+    for line in _tshark("-r", capture_file, "-q", "-z", f"conv,{proto}").splitlines():
+        m = re.match(r"(198\.18\.\d+\.\d+):\d+\s+<->\s+\S+\s+\d+\s+\d+\s+\S+\s+(\d+)", line)
+        if m:
+            assert m.group(1) not in frames, f"{m.group(1)}: two conversations"
+            frames[m.group(1)] = int(m.group(2))
+    return frames
 
 
 # The scenarios whose captures Wireshark checks, cut to 3 s: the headline (constant-rate links,
@@ -305,12 +318,9 @@ def test_wireshark_counts_each_subflows_packets_as_the_subflows_table_does(
     }
     frames: dict[str, int] = {}
     for last in sorted({path.split(">")[-1] for path in res.subflows["path"]}):
-        report = _tshark("-r", pcap / f"{last}-forward.pcapng", "-q", "-z", "conv,tcp")
-        for line in report.splitlines():
-            m = re.match(r"(198\.18\.\d+\.\d+):\d+\s+<->\s+\S+\s+(\d+)\s+\d+\s+\S+\s+(\d+)", line)
-            if m:
-                assert m.group(1) not in frames, f"{m.group(1)} on two last links"
-                frames[m.group(1)] = int(m.group(3))
+        found = conversations(pcap / f"{last}-forward.pcapng")
+        assert not set(found) & set(frames), f"{found} and {frames}: a sender on two last links"
+        frames |= found
     sent = res.subflows["packets_sent"].tolist()
     assert len(frames) == len(sent), (frames, sent)
     for p, (n, path) in enumerate(zip(sent, res.subflows["path"], strict=True)):

@@ -1562,18 +1562,12 @@ def test_the_emulated_queue_log_balances_against_the_links_table(
 def test_wireshark_reads_the_emulated_capture_and_ties_the_kernels_subflows(
     emulated_capture: tuple[Path, Path, str],
 ) -> None:
-    tshark = shutil.which("tshark")
-    if tshark is None:
+    from test_capture import TSHARK, conversations
+    from test_capture import _tshark as run
+
+    if TSHARK is None:
         pytest.skip("tshark is not installed (make setup installs it as root with apt)")
     _, pcap, _ = emulated_capture
-
-    def run(*args: str | Path) -> str:
-        proc = subprocess.run(
-            [tshark, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
-        )
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
     for f in sorted(pcap.glob("*.pcapng")):
         report = run("-r", f, "-q", "-z", "expert")
         assert "Malformed" not in report, f"{f.name}: {report}"
@@ -1590,12 +1584,7 @@ def test_wireshark_reads_the_emulated_capture_and_ties_the_kernels_subflows(
     # 100 packets and 2 % more), plus the handshake's two.
     import pandas as pd
 
-    frames = {}
-    report = run("-r", pcap / "bottleneck-forward.pcapng", "-q", "-z", "conv,tcp")
-    for line in report.splitlines():
-        m = re.match(r"(198\.18\.0\.\d+):\d+\s+<->\s+\S+\s+\d+\s+\d+\s+\S+\s+(\d+)", line)
-        if m:
-            frames[m.group(1)] = int(m.group(2))
+    frames = conversations(pcap / "bottleneck-forward.pcapng")
     sent = pd.read_parquet(emulated_capture[0] / "subflows.parquet")["packets_sent"].tolist()
     assert len(frames) == len(sent) == 3, (frames, sent)
     for p, n in enumerate(sent):
@@ -1636,8 +1625,10 @@ def test_an_emulated_capture_of_udp_and_quic_reads_as_udp_and_quic(tmp_path: Pat
     (no TCP header) and the QUIC flow's acknowledgements on the reverse direction."""
     import pandas as pd
 
-    tshark = shutil.which("tshark")
-    if tshark is None:
+    from test_capture import TSHARK, conversations
+    from test_capture import _tshark as run
+
+    if TSHARK is None:
         pytest.skip("tshark is not installed (make setup installs it as root with apt)")
     flows = (
         '[[flow]]\nname = "udp"\npath = ["l"]\n'
@@ -1655,23 +1646,12 @@ def test_an_emulated_capture_of_udp_and_quic_reads_as_udp_and_quic(tmp_path: Pat
     )
     assert proc.returncode == 0, proc.stderr
 
-    def run(*args: str | Path) -> str:
-        done = subprocess.run(
-            [tshark, *map(str, args)], capture_output=True, text=True, timeout=300, check=False
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
     for f in sorted(pcap.glob("*.pcapng")):
         report = run("-r", f, "-q", "-z", "expert")
         assert "Malformed" not in report, f"{f.name}: {report}"
         assert "Errors (" not in report, f"{f.name}: {report}"
     forward = pcap / "l-forward.pcapng"
-    frames = {}
-    for line in run("-r", forward, "-q", "-z", "conv,udp").splitlines():
-        m = re.match(r"(198\.18\.0\.\d+):\d+\s+<->\s+\S+\s+\d+\s+\d+\s+\S+\s+(\d+)", line)
-        if m:
-            frames[m.group(1)] = int(m.group(2))
+    frames = conversations(forward, "udp")
     assert sorted(frames) == ["198.18.0.1", "198.18.0.2"], frames
     sent = pd.read_parquet(out / "flows.parquet")["packets_sent"].tolist()
     bdp_packets = 20e6 * 0.020 / 8 / 1200

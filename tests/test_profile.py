@@ -124,34 +124,14 @@ def test_an_unknown_profile_is_one_line_and_exit_2(tmp_path, value: str) -> None
     assert "tcp.profile" in lines[0], lines[0]
 
 
-QUIC_ONLY = """
-name = "profile-quic"
-duration = "4s"
-seed = 3
-{tcp}
-[[link]]
-name = "a"
-rate = "10Mbps"
-delay = "10ms"
-queue = {{ type = "droptail", limit = "30pkt" }}
-
-[[link]]
-name = "b"
-rate = "10Mbps"
-delay = "30ms"
-queue = {{ type = "droptail", limit = "30pkt" }}
-
-[[flow]]
-name = "mp"
-algorithm = "lia"
-transport = "quic"
-{flow}
-subflows = [ {{ path = ["a"] }}, {{ path = ["b"] }} ]
-"""
+# BASE without its TCP flow, the connection over QUIC.
+QUIC_ONLY = BASE.split('[[flow]]\nname = "tcp"')[0].replace(
+    'algorithm = "{algorithm}"', 'algorithm = "{algorithm}"\ntransport = "quic"'
+)
 
 
 def _quic(tcp: str = "", flow: str = "") -> pd.DataFrame:
-    text = QUIC_ONLY.format(tcp=tcp, flow=flow)
+    text = QUIC_ONLY.format(tcp=tcp, flow=flow, algorithm="lia")
     res = pathweave.run(pathweave.parse(text, "profile-quic.toml"))
     return res.flows[["name", "delivered_bytes", "retransmits", "loss_events"]]
 
@@ -161,9 +141,7 @@ def test_the_tcp_tables_profile_leaves_a_quic_flow_on_the_spec_arithmetic() -> N
     of it a QUIC flow reads from `[tcp]` (`handshakes`) and not the linux arithmetic; a
     profile written on the QUIC flow itself gives it `handshakes` and the linux arithmetic, as
     writing the two would (and the two arithmetics differ here)."""
-    pd.testing.assert_frame_equal(
-        _quic(tcp='[tcp]\nprofile = "linux"'), _quic(tcp="[tcp]\nhandshakes = true")
-    )
+    pd.testing.assert_frame_equal(_quic(tcp='profile = "linux"'), _quic(tcp="handshakes = true"))
     linux = _quic(flow='arithmetic = "linux"\nhandshakes = true')
     pd.testing.assert_frame_equal(_quic(flow='profile = "linux"'), linux)
     assert not linux.equals(_quic(flow="handshakes = true"))
