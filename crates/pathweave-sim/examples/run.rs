@@ -8,7 +8,10 @@
 //! direction without one) and prints what it wrote on stderr.
 //!
 //! Bottleneck packets are those the named links (default: the link named "bottleneck")
-//! delivered in their forward direction, summed over the links.
+//! delivered in their forward direction, summed over the links. Link packets are the
+//! packets every link direction delivered (data and ACKs), summed over all of them: one per
+//! hop a packet completes, so a packet over a route of n links counts n times. Host-link
+//! packets are those of the generated links that end at a host (`host...-...`), both ways.
 //!
 //! The run advances one simulated second at a time and moves the time series sampled in that
 //! second out of the simulator: with `--series-out` they are appended to `flow_series.csv`,
@@ -258,11 +261,16 @@ fn main() {
         None => forward("bottleneck").into_iter().collect(),
     };
     let bn_pkts: u64 = bn.iter().map(|&i| r.links.delivered_packets[i]).sum();
+    let link_pkts: u64 = r.links.delivered_packets.iter().sum();
+    let host_pkts: u64 = (0..r.links.name.len())
+        .filter(|&i| r.links.name[i].starts_with("host"))
+        .map(|i| r.links.delivered_packets[i])
+        .sum();
     let total: f64 = r.flows.goodput_bps.iter().sum();
     let jain = pathweave_sim::results::jain_index(&r.flows.goodput_bps);
     if json {
         emit(&format!(
-            "{{\"flows\": {}, \"wall_s\": {wall:.6}, \"events\": {}, \"bottleneck_packets\": {bn_pkts}, \
+            "{{\"flows\": {}, \"wall_s\": {wall:.6}, \"events\": {}, \"bottleneck_packets\": {bn_pkts}, \"link_packets\": {link_pkts}, \"host_link_packets\": {host_pkts}, \
              \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"series_rows\": {series_rows}, \"peak_rss_kb\": {}, \"goodput_bps\": {:?}}}\n",
             r.flows.name.len(),
             r.stats.events,
