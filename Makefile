@@ -145,6 +145,7 @@ bench: setup
 	$(BIN)/python bench/dumbbell.py
 	$(BIN)/python bench/multipath.py
 	$(BIN)/python bench/series_memory.py
+	$(BIN)/python bench/datacenter.py
 
 # Real-time capacity and lateness of the link emulator (root).
 bench-emulate: setup
