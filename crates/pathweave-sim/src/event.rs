@@ -169,13 +169,19 @@ enum Mode {
 /// sorted run: keeping it sorted would shift most of it at every such push. It is spread over
 /// 64 sub-buckets by time, and only the first non-empty one becomes the current run, with
 /// `cur_limit` at its end. Pushes before `cur_limit` go into the run; later pushes within the
-/// bucket go unsorted into their sub-bucket. A sub-bucket still crowded when it becomes
-/// current (more than `SUB_MIN_DEEP` events: a fabric of thousands of fast links puts
-/// hundreds into 4.1 µs) is split the same way, into 64 sub-buckets of 64 ns, and one of
-/// those into 64 of 1 ns (one time each); a push then goes into the deepest level whose range
-/// holds its time. Events of one time share a sub-bucket, and a sub-bucket receives its
-/// events in push order (those of the split that made it, then each later push), so ties keep
-/// their order as below.
+/// bucket go unsorted into the bucket's own (emptied) wheel slot, which is spread over the
+/// sub-buckets when the run is exhausted, before the next sub-bucket becomes the run. Events
+/// of one time share a sub-bucket, and a sub-bucket receives the bucket's events in push order
+/// (those of the first spread, then each later spread of the slot's), so ties keep their
+/// order as below.
+///
+/// A sub-bucket still crowded when it becomes current (more than `SUB_MIN_DEEP` events: a
+/// fabric of thousands of fast links puts hundreds into 4.1 µs) is split the same way, into
+/// 64 sub-buckets of 64 ns, and one of those into 64 of 1 ns (one time each). The slot's
+/// pushes then pass down level by level when the run is exhausted: the slot is spread over
+/// the first level, the events that land in the sub-bucket the second level splits over the
+/// second level, and so on, each in its order, so every sub-bucket still receives its events
+/// in push order.
 ///
 /// Ties at equal times go by insertion order without a sequence number in the entries: every
 /// bucket (wheel or coarse) holds its events in the order they were pushed, and the current
@@ -208,13 +214,10 @@ struct Wheel {
     /// a reference queue.
     mode: Mode,
     /// The split levels below the current bucket; the first `depth` are in use while it is
-    /// split. Level 0 splits the bucket, level `i + 1` the sub-bucket of level `i` that was
-    /// crowded when it became current.
+    /// split. Level 0 splits the bucket, level `i + 1` the sub-bucket `levels[i].split` of
+    /// level `i`.
     levels: [Level; LEVELS],
     depth: usize,
-    /// While the current bucket is split, its end: events before it (and not before
-    /// `cur_limit`) go straight into the deepest level whose range holds them. Zero otherwise.
-    split_end: u64,
     /// The first absolute bucket number beyond the wheel: that of coarse number `cur_c + 2`.
     /// Zero in a reference queue.
     wheel_end: u64,
@@ -250,7 +253,6 @@ impl Default for Wheel {
                 ..Level::default()
             }),
             depth: 0,
-            split_end: 0,
             wheel_end: 2 << COARSE_BITS,
             coarse: (0..COARSE).map(|_| Vec::new()).collect(),
             coarse_bits: 0,
@@ -277,8 +279,6 @@ impl Wheel {
         let abs = e.time >> BUCKET_SHIFT;
         if e.time < self.cur_limit {
             self.push_current(e);
-        } else if e.time < self.split_end {
-            self.push_split(e);
         } else if abs < self.wheel_end {
             self.file(abs, e);
         } else {
@@ -325,21 +325,6 @@ impl Wheel {
             i -= 1;
         }
         v[i] = e;
-    }
-
-    /// An event of the split current bucket after the current run: into its sub-bucket of
-    /// the deepest level whose range holds it (a later sub-bucket than the one that level
-    /// splits or reads).
-    #[inline]
-    fn push_split(&mut self, e: Entry) {
-        let mut d = self.depth - 1;
-        while d > 0 && e.time >= self.levels[d].end {
-            d -= 1;
-        }
-        let lv = &mut self.levels[d];
-        let j = ((e.time >> Level::shift(d)) & ((1 << SUB_BITS) - 1)) as usize;
-        lv.subs[j].push(e);
-        lv.bits |= 1 << j;
     }
 
     #[cold]
@@ -576,8 +561,7 @@ impl Wheel {
         if n > SUB_MIN {
             self.mode = Mode::Split;
             self.depth = 1;
-            self.levels[0].set_range(0, next << BUCKET_SHIFT);
-            self.split_end = (next + 1) << BUCKET_SHIFT;
+            self.levels[0].base = next << BUCKET_SHIFT;
             let mut v = std::mem::take(&mut self.current);
             self.spread(0, &mut v);
             self.current = v;
@@ -600,11 +584,32 @@ impl Wheel {
         }
     }
 
-    /// The current run is exhausted while the bucket is split: make the first non-empty
-    /// sub-bucket of the deepest level in use the run, splitting it first if it is crowded.
-    /// False, with the split over, if the bucket has no event left.
+    /// The current run is exhausted while the bucket is split: spread the pushes since over
+    /// the levels in use, each level's events that fall in the sub-bucket the next level
+    /// splits into that level, and make the first non-empty sub-bucket of the deepest level
+    /// the run (splitting it first if it is crowded). False, with the split over, if the
+    /// bucket has no event left.
     #[inline(never)]
     fn next_sub(&mut self) -> bool {
+        let b = (self.cur_abs & (WHEEL - 1)) as usize;
+        if self.words[b / 64] & (1 << (b % 64)) != 0 {
+            let mut v = std::mem::take(&mut self.buckets[b]);
+            self.spread(0, &mut v);
+            self.buckets[b] = v;
+            self.words[b / 64] &= !(1 << (b % 64));
+            if self.words[b / 64] == 0 {
+                self.summary &= !(1 << (b / 64));
+            }
+        }
+        for i in 0..self.depth - 1 {
+            let j = self.levels[i].split;
+            if self.levels[i].bits & (1 << j) != 0 {
+                self.levels[i].bits &= !(1 << j);
+                let mut v = std::mem::take(&mut self.levels[i].subs[j]);
+                self.spread(i + 1, &mut v);
+                self.levels[i].subs[j] = v;
+            }
+        }
         loop {
             let i = self.depth - 1;
             let lv = &mut self.levels[i];
@@ -613,7 +618,6 @@ impl Wheel {
                 if i == 0 {
                     self.mode = Mode::Plain;
                     self.cur_limit = (self.cur_abs + 1) << BUCKET_SHIFT;
-                    self.split_end = 0;
                     return false;
                 }
                 continue;
@@ -622,8 +626,9 @@ impl Wheel {
             lv.bits &= !(1 << j);
             let start = lv.base + ((j as u64) << Level::shift(i));
             if i + 1 < LEVELS && lv.subs[j].len() > SUB_MIN_DEEP {
+                lv.split = j;
                 let mut v = std::mem::take(&mut lv.subs[j]);
-                self.levels[i + 1].set_range(i + 1, start);
+                self.levels[i + 1].base = start;
                 self.spread(i + 1, &mut v);
                 self.levels[i].subs[j] = v;
                 self.depth = i + 2;
@@ -645,19 +650,13 @@ struct Level {
     subs: Vec<Vec<Entry>>,
     /// Bit `j` is set iff `subs[j]` is non-empty.
     bits: u64,
-    /// The start and the end of the range (ns).
+    /// The start of the range (ns).
     base: u64,
-    end: u64,
+    /// The sub-bucket the next level splits, while that level is in use.
+    split: usize,
 }
 
 impl Level {
-    /// Make this, level `i`, cover the range that starts at `base`.
-    #[inline(always)]
-    fn set_range(&mut self, i: usize, base: u64) {
-        self.base = base;
-        self.end = base + (1 << (Level::shift(i) + SUB_BITS));
-    }
-
     /// log2 of the width in ns of a sub-bucket of level `i`.
     #[inline(always)]
     fn shift(i: usize) -> u32 {
