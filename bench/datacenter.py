@@ -117,8 +117,11 @@ def run_child(path: Path) -> dict:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        out = proc.stdout.read() if proc.stdout else b""
-        err = proc.stderr.read() if proc.stderr else b""
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        with proc.stdout, proc.stderr:
+            out = proc.stdout.read()
+            err = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
