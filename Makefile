@@ -146,6 +146,7 @@ bench: setup
 	$(BIN)/python bench/multipath.py
 	$(BIN)/python bench/series_memory.py
 	$(BIN)/python bench/capture.py
+	$(BIN)/python bench/datacenter.py
 
 # Real-time capacity and lateness of the link emulator (root).
 bench-emulate: setup

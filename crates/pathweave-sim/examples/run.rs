@@ -8,7 +8,12 @@
 //! direction without one) and prints what it wrote on stderr.
 //!
 //! Bottleneck packets are those the named links (default: the link named "bottleneck")
-//! delivered in their forward direction, summed over the links.
+//! delivered in their forward direction, summed over the links. Link packets are the
+//! packets every link direction delivered (data and ACKs), summed over all of them: one per
+//! hop a packet completes, so a packet over a route of n links counts n times. Host-link
+//! packets are those of the generated links that end at a host (`host...-...`), both ways.
+//! `wall_s` and `cpu_s` (the thread's time on a CPU, `null` where Linux's schedstat is
+//! missing) cover building the simulation and running it, not reading the scenario.
 //!
 //! The run advances one simulated second at a time and moves the time series sampled in that
 //! second out of the simulator: with `--series-out` they are appended to `flow_series.csv`,
@@ -124,6 +129,15 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPU time this thread has run so far in seconds (Linux `schedstat`), or `None` where it
+/// is not known. Unlike the wall time it leaves out the time spent waiting for a CPU that
+/// other processes hold.
+fn cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
 fn rows(c: &SeriesChunk) -> usize {
     c.flows.time_s.len() + c.subflows.time_s.len() + c.links.time_s.len()
 }
@@ -181,6 +195,7 @@ fn main() {
         }
     }
     let t0 = std::time::Instant::now();
+    let cpu0 = cpu_s();
     let mut files = match series_out
         .as_deref()
         .map(|d| SeriesFiles::create(Path::new(d)))
@@ -239,6 +254,10 @@ fn main() {
         }
     }
     let wall = t0.elapsed().as_secs_f64();
+    let cpu = match (cpu0, cpu_s()) {
+        (Some(a), Some(b)) => format!("{:.6}", b - a),
+        _ => "null".to_string(),
+    };
     if let Err(e) = sim.check_conservation() {
         eprintln!("{e}");
         std::process::exit(1);
@@ -258,11 +277,16 @@ fn main() {
         None => forward("bottleneck").into_iter().collect(),
     };
     let bn_pkts: u64 = bn.iter().map(|&i| r.links.delivered_packets[i]).sum();
+    let link_pkts: u64 = r.links.delivered_packets.iter().sum();
+    let host_pkts: u64 = (0..r.links.name.len())
+        .filter(|&i| r.links.name[i].starts_with("host"))
+        .map(|i| r.links.delivered_packets[i])
+        .sum();
     let total: f64 = r.flows.goodput_bps.iter().sum();
     let jain = pathweave_sim::results::jain_index(&r.flows.goodput_bps);
     if json {
         emit(&format!(
-            "{{\"flows\": {}, \"wall_s\": {wall:.6}, \"events\": {}, \"bottleneck_packets\": {bn_pkts}, \
+            "{{\"flows\": {}, \"wall_s\": {wall:.6}, \"cpu_s\": {cpu}, \"events\": {}, \"bottleneck_packets\": {bn_pkts}, \"link_packets\": {link_pkts}, \"host_link_packets\": {host_pkts}, \
              \"aggregate_goodput_bps\": {total:.1}, \"jain\": {jain:.6}, \"peak_packets\": {}, \"series_rows\": {series_rows}, \"peak_rss_kb\": {}, \"goodput_bps\": {:?}}}\n",
             r.flows.name.len(),
             r.stats.events,

@@ -115,15 +115,23 @@ const COARSE_BITS: u32 = WHEEL_BITS - 1;
 const BUCKET_CAPACITY: usize = 16;
 /// Coarse buckets in the ring (one bitmap word).
 const COARSE: u64 = 64;
-/// log2 of the number of sub-buckets a crowded current bucket is split into (4.1 µs each).
+/// log2 of the number of sub-buckets a crowded current bucket is split into (4.1 µs each),
+/// and a crowded sub-bucket in turn (64 ns, then 1 ns).
 const SUB_BITS: u32 = 6;
-const SUB_SHIFT: u32 = BUCKET_SHIFT - SUB_BITS;
+/// Levels of splitting below a bucket: sub-buckets of 4.1 µs, 64 ns and 1 ns. A sub-bucket of
+/// the last level holds events of one time only.
+const LEVELS: usize = (BUCKET_SHIFT / SUB_BITS) as usize;
 /// A bucket with more events than this is split into sub-buckets when it becomes current.
 /// At 128, a 1 Gbit/s bottleneck's next departures (8 µs apart) went into sorted runs of up
 /// to 128 events spanning the whole bucket, and shifting them took a quarter of a
 /// 1,000-flow run's instructions. The 8-flow dumbbells take the same instructions with any
 /// threshold from 16 to 128.
 const SUB_MIN: usize = 32;
+/// A sub-bucket with more events than this is split again when it becomes current. In a
+/// FatTree of 1 Gbit/s links a 4.1 µs sub-bucket holds hundreds to thousands of link events,
+/// and each ACK's link direction pushes its next arrival a third of a microsecond ahead,
+/// into the middle of such a run.
+const SUB_MIN_DEEP: usize = 32;
 /// Buckets up to this size are sorted by insertion.
 const SORT_SMALL: usize = 32;
 
@@ -132,7 +140,7 @@ const SORT_SMALL: usize = 32;
 enum Mode {
     /// The current bucket is read as one sorted run.
     Plain = 0,
-    /// The current bucket is split: the run is one sub-bucket, `subs` holds the rest.
+    /// The current bucket is split: the run is one sub-bucket, `levels` hold the rest.
     Split,
     /// Every event goes to the overflow heap (see [`Scheduler::reference`]).
     Reference,
@@ -167,6 +175,14 @@ enum Mode {
 /// (those of the first spread, then each later spread of the slot's), so ties keep their
 /// order as below.
 ///
+/// A sub-bucket still crowded when it becomes current (more than `SUB_MIN_DEEP` events: a
+/// fabric of thousands of fast links puts hundreds into 4.1 µs) is split the same way, into
+/// 64 sub-buckets of 64 ns, and one of those into 64 of 1 ns (one time each). The slot's
+/// pushes then pass down level by level when the run is exhausted: the slot is spread over
+/// the first level, the events that land in the sub-bucket the second level splits over the
+/// second level, and so on, each in its order, so every sub-bucket still receives its events
+/// in push order.
+///
 /// Ties at equal times go by insertion order without a sequence number in the entries: every
 /// bucket (wheel or coarse) holds its events in the order they were pushed, and the current
 /// bucket is sorted stably by time. That order holds because a bucket is only ever appended
@@ -194,13 +210,14 @@ struct Wheel {
     /// its current sub-bucket. Events of earlier buckets go there too. Zero in a reference
     /// queue.
     cur_limit: u64,
-    /// Whether the current bucket is split (`subs` holds its later events), or the queue is
+    /// Whether the current bucket is split (`levels` hold its later events), or the queue is
     /// a reference queue.
     mode: Mode,
-    /// Sub-bucket `j` of the current bucket, for events of its `j`-th 64th.
-    subs: Vec<Vec<Entry>>,
-    /// Bit `j` is set iff `subs[j]` is non-empty.
-    sub_bits: u64,
+    /// The split levels below the current bucket; the first `depth` are in use while it is
+    /// split. Level 0 splits the bucket, level `i + 1` the sub-bucket `levels[i].split` of
+    /// level `i`.
+    levels: [Level; LEVELS],
+    depth: usize,
     /// The first absolute bucket number beyond the wheel: that of coarse number `cur_c + 2`.
     /// Zero in a reference queue.
     wheel_end: u64,
@@ -231,8 +248,11 @@ impl Default for Wheel {
             cur_abs: 0,
             cur_limit: 1 << BUCKET_SHIFT,
             mode: Mode::Plain,
-            subs: (0..1 << SUB_BITS).map(|_| Vec::new()).collect(),
-            sub_bits: 0,
+            levels: std::array::from_fn(|_| Level {
+                subs: (0..1 << SUB_BITS).map(|_| Vec::new()).collect(),
+                ..Level::default()
+            }),
+            depth: 0,
             wheel_end: 2 << COARSE_BITS,
             coarse: (0..COARSE).map(|_| Vec::new()).collect(),
             coarse_bits: 0,
@@ -349,7 +369,7 @@ impl Wheel {
         let filed = |bs: &[Vec<Entry>]| bs.iter().map(Vec::len).sum::<usize>();
         self.current.len() - self.pos
             + filed(&self.buckets[..])
-            + filed(&self.subs)
+            + self.levels.iter().map(|l| filed(&l.subs)).sum::<usize>()
             + filed(&self.coarse)
             + self.overflow.len()
     }
@@ -393,8 +413,13 @@ impl Wheel {
             // The rest of the split bucket: its sub-buckets and the pushes since the split
             // (in its own slot), all before any later bucket.
             let slot = &self.buckets[(self.cur_abs & (WHEEL - 1)) as usize];
-            let first =
-                (self.sub_bits != 0).then(|| &self.subs[self.sub_bits.trailing_zeros() as usize]);
+            // The deepest level with events holds the earliest of them: a level's other
+            // sub-buckets all come after the one the level below splits.
+            let first = self.levels[..self.depth]
+                .iter()
+                .rev()
+                .find(|l| l.bits != 0)
+                .map(|l| &l.subs[l.bits.trailing_zeros() as usize]);
             let t = slot
                 .iter()
                 .chain(first.into_iter().flatten())
@@ -535,8 +560,10 @@ impl Wheel {
         }
         if n > SUB_MIN {
             self.mode = Mode::Split;
+            self.depth = 1;
+            self.levels[0].base = next << BUCKET_SHIFT;
             let mut v = std::mem::take(&mut self.current);
-            self.spread(&mut v);
+            self.spread(0, &mut v);
             self.current = v;
             return self.next_sub();
         }
@@ -544,42 +571,96 @@ impl Wheel {
         true
     }
 
-    /// Move the events of `v` (of the current bucket, in push order) to their sub-buckets.
+    /// Move the events of `v` (of the range split at `level`, in push order) to their
+    /// sub-buckets of that level.
     #[inline(never)]
-    fn spread(&mut self, v: &mut Vec<Entry>) {
+    fn spread(&mut self, level: usize, v: &mut Vec<Entry>) {
+        let shift = Level::shift(level);
+        let lv = &mut self.levels[level];
         for e in v.drain(..) {
-            let j = ((e.time >> SUB_SHIFT) & ((1 << SUB_BITS) - 1)) as usize;
-            self.subs[j].push(e);
-            self.sub_bits |= 1 << j;
+            let j = ((e.time >> shift) & ((1 << SUB_BITS) - 1)) as usize;
+            lv.subs[j].push(e);
+            lv.bits |= 1 << j;
         }
     }
 
     /// The current run is exhausted while the bucket is split: spread the pushes since over
-    /// the sub-buckets and make the first non-empty one the run. False, with the split over,
-    /// if the bucket has no event left.
+    /// the levels in use, each level's events that fall in the sub-bucket the next level
+    /// splits into that level, and make the first non-empty sub-bucket of the deepest level
+    /// the run (splitting it first if it is crowded). False, with the split over, if the
+    /// bucket has no event left.
     #[inline(never)]
     fn next_sub(&mut self) -> bool {
         let b = (self.cur_abs & (WHEEL - 1)) as usize;
         if self.words[b / 64] & (1 << (b % 64)) != 0 {
             let mut v = std::mem::take(&mut self.buckets[b]);
-            self.spread(&mut v);
+            self.spread(0, &mut v);
             self.buckets[b] = v;
             self.words[b / 64] &= !(1 << (b % 64));
             if self.words[b / 64] == 0 {
                 self.summary &= !(1 << (b / 64));
             }
         }
-        if self.sub_bits == 0 {
-            self.mode = Mode::Plain;
-            self.cur_limit = (self.cur_abs + 1) << BUCKET_SHIFT;
-            return false;
+        for i in 0..self.depth - 1 {
+            let j = self.levels[i].split;
+            if self.levels[i].bits & (1 << j) != 0 {
+                self.levels[i].bits &= !(1 << j);
+                let mut v = std::mem::take(&mut self.levels[i].subs[j]);
+                self.spread(i + 1, &mut v);
+                self.levels[i].subs[j] = v;
+            }
         }
-        let j = self.sub_bits.trailing_zeros();
-        self.sub_bits &= !(1 << j);
-        std::mem::swap(&mut self.current, &mut self.subs[j as usize]);
-        self.cur_limit = (self.cur_abs << BUCKET_SHIFT) + ((j as u64 + 1) << SUB_SHIFT);
-        sort_bucket(&mut self.current);
-        true
+        loop {
+            let i = self.depth - 1;
+            let lv = &mut self.levels[i];
+            if lv.bits == 0 {
+                self.depth = i;
+                if i == 0 {
+                    self.mode = Mode::Plain;
+                    self.cur_limit = (self.cur_abs + 1) << BUCKET_SHIFT;
+                    return false;
+                }
+                continue;
+            }
+            let j = lv.bits.trailing_zeros() as usize;
+            lv.bits &= !(1 << j);
+            let start = lv.base + ((j as u64) << Level::shift(i));
+            if i + 1 < LEVELS && lv.subs[j].len() > SUB_MIN_DEEP {
+                lv.split = j;
+                let mut v = std::mem::take(&mut lv.subs[j]);
+                self.levels[i + 1].base = start;
+                self.spread(i + 1, &mut v);
+                self.levels[i].subs[j] = v;
+                self.depth = i + 2;
+                continue;
+            }
+            std::mem::swap(&mut self.current, &mut lv.subs[j]);
+            self.cur_limit = start + (1 << Level::shift(i));
+            sort_bucket(&mut self.current);
+            return true;
+        }
+    }
+}
+
+/// One level of splitting a crowded bucket: 64 sub-buckets over the range that starts at
+/// `base`.
+#[derive(Debug, Default)]
+struct Level {
+    /// Sub-bucket `j`, for events of the range's `j`-th 64th.
+    subs: Vec<Vec<Entry>>,
+    /// Bit `j` is set iff `subs[j]` is non-empty.
+    bits: u64,
+    /// The start of the range (ns).
+    base: u64,
+    /// The sub-bucket the next level splits, while that level is in use.
+    split: usize,
+}
+
+impl Level {
+    /// log2 of the width in ns of a sub-bucket of level `i`.
+    #[inline(always)]
+    fn shift(i: usize) -> u32 {
+        BUCKET_SHIFT - SUB_BITS * (i as u32 + 1)
     }
 }
 
@@ -977,6 +1058,58 @@ mod tests {
         assert!(pops > 50_000, "{pops}");
         // Most pops came from split buckets.
         assert!(splits > 30_000, "{splits}");
+    }
+
+    /// Sub-buckets crowded in turn, as in a fabric of thousands of 1 Gbit/s links: about one
+    /// event per nanosecond, each pop pushing its component's next event a few nanoseconds to
+    /// a few tens of microseconds ahead (an ACK's transmission, a data packet's transmission
+    /// and propagation), sometimes at the same time or in a later bucket. Every level of
+    /// splitting is used, and the pops match the reference heap's, ties included.
+    #[test]
+    fn sub_buckets_split_again_and_match_the_reference_heap() {
+        let (mut fast, mut slow) = (Scheduler::new(), Scheduler::reference());
+        let mut next = xorshift(0x8CB9_2BA7_2F3D_8DD7);
+        for k in 0..20_000 {
+            let c = ComponentId::new(Kind::Link, k);
+            // On a grid of 8 ns over the first 20 µs: many equal times.
+            let t = Instant(next() % 20_000 / 8 * 8);
+            fast.push(t, c);
+            slow.push(t, c);
+        }
+        let mut now = Instant::ZERO;
+        let (mut pops, mut deepest) = (0, 0);
+        for _ in 0..300_000 {
+            let r = next();
+            let limit = if r % 29 == 0 {
+                now + Duration((r >> 8) % 3_000)
+            } else {
+                Instant::MAX
+            };
+            let a = pop_both(&mut fast, &mut slow, limit);
+            deepest = deepest.max(fast.wheel.depth);
+            let Some((t, c)) = a else {
+                now = limit.min(now + Duration(100));
+                continue;
+            };
+            pops += 1;
+            now = t;
+            let dt = match (r >> 24) % 8 {
+                0 => 0,
+                1 => (r >> 40) % 64,
+                2 | 3 => 300 + (r >> 40) % 40,
+                4..=6 => 12_000 + (r >> 40) % 10_000,
+                _ => (r >> 40) % (2 << BUCKET_SHIFT),
+            };
+            fast.push(t + Duration(dt), c);
+            slow.push(t + Duration(dt), c);
+        }
+        while let Some(e) = slow.pop_until(Instant::MAX) {
+            assert_eq!(fast.next_time(), Some(e.0));
+            assert_eq!(fast.pop_until(Instant::MAX), Some(e));
+        }
+        assert_eq!(fast.pop_until(Instant::MAX), None);
+        assert!(pops > 250_000, "{pops}");
+        assert_eq!(deepest, LEVELS, "every level of splitting was used");
     }
 
     /// The engine's pattern: pop one event, push zero to two (often at the popped time, in

@@ -525,6 +525,40 @@ pub struct ConnectionStats {
 
 /// The sending side of a TCP connection.
 ///
+/// Put `order` (the subflow indices) in the minimum-RTT scheduler's order: by smoothed RTT,
+/// subflows without one last, ties by index. The keys are distinct, so any sort gives this
+/// one order. `order` is usually sorted already or nearly, from the previous ACK: an
+/// insertion sort over keys read once each (up to [`ORDER_KEYS`] subflows; more take the
+/// library's sort) costs a few comparisons.
+#[inline]
+fn min_rtt_order(order: &mut [usize], subs: &[Subflow]) {
+    let key = |i: usize| (subs[i].srtt().map_or(u64::MAX, |d| d.as_nanos()), i);
+    if order.len() > ORDER_KEYS {
+        order.sort_by_key(|&i| key(i));
+        return;
+    }
+    let mut keys = [(0u64, 0usize); ORDER_KEYS];
+    for (k, &i) in keys.iter_mut().zip(order.iter()) {
+        *k = key(i);
+    }
+    let keys = &mut keys[..order.len()];
+    for a in 1..keys.len() {
+        let x = keys[a];
+        let mut b = a;
+        while b > 0 && keys[b - 1] > x {
+            keys[b] = keys[b - 1];
+            b -= 1;
+        }
+        keys[b] = x;
+    }
+    for (o, k) in order.iter_mut().zip(keys.iter()) {
+        *o = k.1;
+    }
+}
+
+/// Subflows up to which [`min_rtt_order`] sorts on the stack.
+const ORDER_KEYS: usize = 16;
+
 /// Laid out in cache lines (`#[repr(C, align(64))]`, checked by `layout` below) for runs with
 /// many flows: what every ACK and timer event reads (the subflows, the counters and flags a
 /// sample also reads; the scheduler order, the path views, the timer and the schedule; the
@@ -688,10 +722,7 @@ impl TcpSender {
         match self.scheduler {
             SchedulerKind::MinRtt => {
                 if n > 1 {
-                    self.order.sort_by_key(|&i| {
-                        let s = &self.subs[i];
-                        (s.srtt().map_or(u64::MAX, |d| d.as_nanos()), i)
-                    });
+                    min_rtt_order(&mut self.order, &self.subs);
                 }
                 for k in 0..n {
                     // A single path needs no order (and its vector is a cache line of its own).
