@@ -162,15 +162,6 @@ def test_k8_lia_with_8_subflows_reaches_85_percent_of_the_host_rate(k8: dict[str
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "LIA with 8 subflows gets 0.89 of the multipath optimum's payload, not 0.9; the same "
-        "shortfall at k = 4 for OLIA, Balia and uncoupled Reno, with a 20 ms minimum RTO and "
-        "with SACK, so not LIA's coupling nor timeouts: half of the drops are at the "
-        "senders' own 100-packet uplink queues, which run only about 90 % busy (docs/datacenter.md)"
-    ),
-)
 def test_k8_lia_with_8_subflows_reaches_90_percent_of_the_multipath_optimum(
     k8: dict[str, Run],
 ) -> None:
