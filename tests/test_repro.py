@@ -227,6 +227,34 @@ def test_tolerances(
     assert pub.verdict(math.nan) == ("miss", "no result for this point")
 
 
+def test_a_published_difference_compares_two_points(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, SMALL, "small.toml")
+    count = "flow[0].count"
+    experiment = _experiment(
+        scenario,
+        [
+            # Two flows minus one flow: exactly one more.
+            Published("flows", 1.0, Absolute(0), {count: 2}, "one more", baseline={count: 1}),
+            Published("flows", 0.0, AtMost(0.0), {count: 2}, "none more", baseline={count: 1}),
+        ],
+    )
+    outcome = repro.run_experiment(experiment, tmp_path / "out", jobs=1)
+    table = outcome.comparison
+    assert list(table["verdict"]) == ["match", "miss"]
+    assert list(table["ours"]) == [1.0, 1.0]
+    assert list(table["n"]) == [2, 2]
+    # Both points hold the same count in every seed: no spread, so a zero-width interval.
+    assert list(table["ci_half_width"]) == [0.0, 0.0]
+    assert table["params"].iloc[0] == "flow[0].count = 2 minus flow[0].count = 1"
+    # The quick sweep lacks the two-flow point: neither difference is covered.
+    quick = repro.run_experiment(experiment, tmp_path / "quick", quick=True, jobs=1)
+    assert (len(quick.comparison), quick.not_covered) == (0, 2)
+    with pytest.raises(ExperimentError, match="does not vary"):
+        _experiment(
+            scenario, [Published("flows", 1, Absolute(0), {count: 2}, baseline={"duration": 1})]
+        )
+
+
 def test_definition_errors(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, SMALL, "small.toml")
     with pytest.raises(ExperimentError, match="lower-case"):

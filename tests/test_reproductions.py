@@ -138,3 +138,19 @@ def test_fairness_definitions_give_the_papers_allocations() -> None:
         assert fairness.network_centric_flow(top) == pytest.approx(
             {"multi": ra + b01, "single": 4.0 - b01}, abs=1e-6
         )
+
+
+def test_datacenter_permutation_quick_shows_the_published_shape(tmp_path: Path) -> None:
+    v, summary = _quick("datacenter-permutation", tmp_path)
+    # k = 8: TCP over ECMP about half the host rate and within 10 % of the single-path
+    # max-min allocation; LIA with 8 subflows at least 0.85 of the host rate and fairer.
+    assert v["TCP over ECMP: about half the host rate, k = 8 (Fig. 2, §4)"] == "match"
+    assert v["TCP within 10 % of the single-path max-min reference, k = 8"] == "match"
+    assert v["LIA, 8 subflows: at least 0.85 of the host rate, k = 8"] == "match"
+    label = "Jain's index across hosts higher for LIA with 8 subflows than for TCP, k = 8 (change)"
+    assert v[label] == "match"
+    # The linear programs give every host its link rate (full bisection), and the hash
+    # collisions hold the single-path allocation well below it.
+    alg = "traffic.algorithm"
+    assert _mean(summary, "optimum_reference", **{alg: "lia"}) == pytest.approx(1.0, abs=1e-6)
+    assert _mean(summary, "single_path_reference", **{alg: "reno"}) < 0.75

@@ -45,7 +45,9 @@ __all__ = [
     "equal_cost_routes",
     "max_min_multipath",
     "max_min_single_path",
+    "multipath_optimum",
     "reference",
+    "single_path_reference",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -215,16 +217,7 @@ def reference(scenario: Scenario) -> Reference:
     order = np.unique(flows)
     index = np.searchsorted(order, flows)
     connections = len(order)
-    # Single path: each connection's first route.
-    first = np.concatenate([[True], flows[1:] != flows[:-1]]) if len(flows) else flows
-    first_idx = np.flatnonzero(first)
-    single_starts = np.concatenate([[0], np.cumsum(starts[first_idx + 1] - starts[first_idx])])
-    single_dirs = (
-        np.concatenate([dirs[starts[r] : starts[r + 1]] for r in first_idx])
-        if len(first_idx)
-        else dirs
-    )
-    single = max_min_single_path(single_starts, single_dirs, cap)
+    single = _single_path(flows, starts, dirs, cap)
     sub_conn, sub_starts, sub_dirs = _unique_routes(index, starts, dirs)
     subflows = max_min_multipath(sub_conn, sub_starts, sub_dirs, cap, connections)
     # Equal-cost paths are distinct by construction.
@@ -236,6 +229,38 @@ def reference(scenario: Scenario) -> Reference:
         subflows_bps=subflows,
         multipath_bps=multipath,
     )
+
+
+def single_path_reference(scenario: Scenario) -> FloatArray:
+    """``reference(scenario).single_path_bps`` alone, in the order of ``reference``'s flows:
+    progressive filling only, without the linear programs, so it stays fast on fabrics whose
+    multipath optimum is out of reach (a FatTree with k = 16 and more)."""
+    cap = np.asarray(scenario.link_direction_rates_bps, dtype=np.float64)
+    flows, starts, dirs = _routes(scenario, equal_cost=False)
+    return _single_path(flows, starts, dirs, cap)
+
+
+def multipath_optimum(scenario: Scenario) -> FloatArray:
+    """``reference(scenario).multipath_bps`` alone (the linear programs over every
+    equal-cost route; see ``SUMMARY_PATH_LIMIT`` for what that costs)."""
+    cap = np.asarray(scenario.link_direction_rates_bps, dtype=np.float64)
+    flows, _, _ = _routes(scenario, equal_cost=False)
+    order = np.unique(flows)
+    eflows, estarts, edirs = _routes(scenario, equal_cost=True)
+    return max_min_multipath(np.searchsorted(order, eflows), estarts, edirs, cap, len(order))
+
+
+def _single_path(flows: IntArray, starts: IntArray, dirs: IntArray, cap: FloatArray) -> FloatArray:
+    """Max-min rates with each connection on its first route (its first subflow's path)."""
+    first = np.concatenate([[True], flows[1:] != flows[:-1]]) if len(flows) else flows
+    first_idx = np.flatnonzero(first)
+    single_starts = np.concatenate([[0], np.cumsum(starts[first_idx + 1] - starts[first_idx])])
+    single_dirs = (
+        np.concatenate([dirs[starts[r] : starts[r + 1]] for r in first_idx])
+        if len(first_idx)
+        else dirs
+    )
+    return max_min_single_path(single_starts, single_dirs, cap)
 
 
 def _unique_routes(

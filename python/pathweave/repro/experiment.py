@@ -125,7 +125,11 @@ class Published:
     ``where`` selects the point by its sweep parameters (grid keys, and ``scenario`` for an
     experiment of several files); it must select exactly one point of the full sweep. A
     quick run that lacks the point leaves the value out of its table. ``reason`` is shown
-    for a miss: the known cause, if there is one (else "outside tolerance")."""
+    for a miss: the known cause, if there is one (else "outside tolerance").
+
+    With ``baseline`` (a second selection, by the same rules) ours is the difference of the
+    two points' means, ``where`` minus ``baseline``: a shape across points, such as a metric
+    that must not fall from one point to the next."""
 
     metric: str
     value: float
@@ -134,6 +138,7 @@ class Published:
     label: str = ""
     """What the number is, e.g. "Fig. 5.10, N = 8"."""
     reason: str | None = None
+    baseline: Mapping[str, Any] | None = None
 
     def verdict(self, ours: float) -> tuple[str, str]:
         """``("match", "")`` or ``("miss", reason)``."""
@@ -179,7 +184,7 @@ class Experiment:
             raise ExperimentError(f"{self.id}: no scenario files")
         allowed = set(self.sweep.varied()) | ({"scenario"} if len(self.scenarios) > 1 else set())
         for pub in self.published:
-            unknown = sorted(set(pub.where) - allowed)
+            unknown = sorted((set(pub.where) | set(pub.baseline or {})) - allowed)
             if unknown:
                 raise ExperimentError(
                     f"{self.id}: published value {pub.label or pub.metric!r} selects by "

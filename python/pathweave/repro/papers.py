@@ -6,7 +6,14 @@ Each experiment's ``source`` starts with one of these and adds the section and f
 
 from __future__ import annotations
 
-__all__ = ["BECKE_2012", "GONZALEZ_USACH_2012", "HONDA_2009", "LE_2013", "MATHIS_1997"]
+__all__ = [
+    "BECKE_2012",
+    "GONZALEZ_USACH_2012",
+    "HONDA_2009",
+    "LE_2013",
+    "MATHIS_1997",
+    "RAICIU_2011",
+]
 
 HONDA_2009 = (
     'M. Honda, "Bidimensional-Probe Multipath Congestion Control for Shared Bottleneck '
@@ -27,4 +34,8 @@ BECKE_2012 = (
 MATHIS_1997 = (
     'M. Mathis, J. Semke, J. Mahdavi and T. Ott, "The Macroscopic Behavior of the TCP '
     'Congestion Avoidance Algorithm", ACM CCR 27(3), 1997'
+)
+RAICIU_2011 = (
+    'C. Raiciu, S. Barré, C. Pluntke, A. Greenhalgh, D. Wischik and M. Handley, "Improving '
+    'Datacenter Performance and Robustness with Multipath TCP", ACM SIGCOMM 2011'
 )

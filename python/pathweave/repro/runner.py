@@ -23,7 +23,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +36,7 @@ from pathweave.repro.experiment import Experiment, ExperimentData, ExperimentErr
 from pathweave.stats import summarise
 from pathweave.sweep import (
     Plan,
+    Point,
     SweepResult,
     manifest_json,
     metrics_frame,
@@ -184,42 +185,39 @@ def compare(
     rows = []
     not_covered = 0
     for pub in published:
-        points = [
-            p
-            for p in the_plan.points
-            if all(k in p.params and p.params[k] == v for k, v in pub.where.items())
-        ]
-        if not points:
-            if quick:
-                not_covered += 1
-                continue
-            raise ExperimentError(
-                f"published value {pub.label or pub.metric!r} ({_where(pub)}) selects no point "
-                "of the sweep"
-            )
-        if len(points) > 1:
-            raise ExperimentError(
-                f"published value {pub.label or pub.metric!r} ({_where(pub)}) selects "
-                f"{len(points)} points; make its `where` select one"
-            )
-        point = points[0]
-        match = summary[(summary["point"] == point.index) & (summary["metric"] == pub.metric)]
-        if match.empty and pub.metric not in set(summary["metric"]) and len(summary):
-            raise ExperimentError(f"published value {pub.label!r}: no metric {pub.metric!r}")
-        row = match.iloc[0] if not match.empty else None
+        point = _select(pub, pub.where, the_plan, quick)
+        base = _select(pub, pub.baseline, the_plan, quick) if pub.baseline is not None else None
+        if point is None or (pub.baseline is not None and base is None):
+            not_covered += 1
+            continue
+        row = _summary_row(pub, point, summary)
         ours = float(row["mean"]) if row is not None else math.nan
+        half = float(row["half_width"]) if row is not None else math.nan
+        n = int(row["n"]) if row is not None else 0
+        low = float(row["low"]) if row is not None else math.nan
+        high = float(row["high"]) if row is not None else math.nan
+        params = point.describe()
+        if base is not None:
+            # The difference of two means: the half-widths add in quadrature (independent
+            # runs), which is a little wider than Welch's interval.
+            brow = _summary_row(pub, base, summary)
+            ours -= float(brow["mean"]) if brow is not None else math.nan
+            half = math.hypot(half, float(brow["half_width"])) if brow is not None else math.nan
+            n = min(n, int(brow["n"])) if brow is not None else 0
+            low, high = ours - half, ours + half
+            params = f"{params} minus {base.describe()}"
         verdict, reason = pub.verdict(ours)
         rows.append(
             {
                 "label": pub.label or pub.metric,
                 "metric": pub.metric,
                 "point": point.index,
-                "params": point.describe(),
+                "params": params,
                 "ours": ours,
-                "ci_low": float(row["low"]) if row is not None else math.nan,
-                "ci_high": float(row["high"]) if row is not None else math.nan,
-                "ci_half_width": float(row["half_width"]) if row is not None else math.nan,
-                "n": int(row["n"]) if row is not None else 0,
+                "ci_low": low,
+                "ci_high": high,
+                "ci_half_width": half,
+                "n": n,
                 "published": pub.value,
                 "tolerance": pub.tolerance.describe(),
                 "verdict": verdict,
@@ -229,8 +227,37 @@ def compare(
     return pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)), not_covered
 
 
-def _where(pub: Published) -> str:
-    return ", ".join(f"{k} = {v!r}" for k, v in pub.where.items()) or "no selection"
+def _select(pub: Published, where: Mapping[str, Any], the_plan: Plan, quick: bool) -> Point | None:
+    """The one point ``where`` selects; None if a quick plan lacks it."""
+    points = [
+        p
+        for p in the_plan.points
+        if all(k in p.params and p.params[k] == v for k, v in where.items())
+    ]
+    if not points:
+        if quick:
+            return None
+        raise ExperimentError(
+            f"published value {pub.label or pub.metric!r} ({_where(where)}) selects no point "
+            "of the sweep"
+        )
+    if len(points) > 1:
+        raise ExperimentError(
+            f"published value {pub.label or pub.metric!r} ({_where(where)}) selects "
+            f"{len(points)} points; make its `where` select one"
+        )
+    return points[0]
+
+
+def _summary_row(pub: Published, point: Point, summary: pd.DataFrame) -> pd.Series | None:
+    match = summary[(summary["point"] == point.index) & (summary["metric"] == pub.metric)]
+    if match.empty and pub.metric not in set(summary["metric"]) and len(summary):
+        raise ExperimentError(f"published value {pub.label!r}: no metric {pub.metric!r}")
+    return match.iloc[0] if not match.empty else None
+
+
+def _where(where: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} = {v!r}" for k, v in where.items()) or "no selection"
 
 
 def _empty_summary(the_plan: Plan) -> pd.DataFrame:
