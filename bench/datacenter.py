@@ -182,24 +182,12 @@ def summary(m: dict) -> dict:
 
 def instructions(path: Path) -> tuple[int, int]:
     """Callgrind's instruction count for a run of `path`, and its link packets."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={tmp}/cg.out",
-                str(RUN),
-                str(path),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    m = re.search(r"Collected : (\d+)", out.stderr)
-    if not m:
+    from bench.engine import callgrind
+
+    count, stdout = callgrind(path)
+    if count is None:
         raise RuntimeError(f"callgrind printed no instruction count for {path}")
-    return int(m.group(1)), json.loads(out.stdout)["link_packets"]
+    return count, json.loads(stdout)["link_packets"]
 
 
 def marginal_instructions(text_of, short: float, tmp: Path, label: str) -> dict:

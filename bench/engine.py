@@ -329,11 +329,10 @@ def scale_rows(rows: list[dict], measured: dict[str, dict]) -> list[dict]:
     return out
 
 
-def instructions(path: Path, extra: tuple[str, ...] = ()) -> int | None:
-    """Instructions executed by the whole run under callgrind (with the `run` example's
-    further arguments ``extra``)."""
-    if shutil.which("valgrind") is None:
-        return None
+def callgrind(path: Path, extra: tuple[str, ...] = ()) -> tuple[int | None, str]:
+    """Instructions executed by the whole run of `path` under callgrind (None if callgrind
+    printed no count), with the `run` example's further arguments ``extra``, and the run's
+    standard output."""
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
             [
@@ -350,7 +349,15 @@ def instructions(path: Path, extra: tuple[str, ...] = ()) -> int | None:
             check=True,
         )
     m = re.search(r"Collected : (\d+)", out.stderr)
-    return int(m.group(1)) if m else None
+    return (int(m.group(1)) if m else None), out.stdout
+
+
+def instructions(path: Path, extra: tuple[str, ...] = ()) -> int | None:
+    """Instructions executed by the whole run under callgrind (with the `run` example's
+    further arguments ``extra``); None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    return callgrind(path, extra)[0]
 
 
 def bare_loop() -> float:
