@@ -48,6 +48,7 @@ LINUX_KEYS = """
 limited_transmit = true
 prr = true
 keep_sack_on_rto = true
+cwnd_validation = true
 mptcp_options = true
 scheduler = "linux"
 handshakes = true

@@ -74,6 +74,14 @@ pub struct Ack {
     pub rtt: Option<Duration>,
     /// Whether the transport is in loss recovery: the window must not grow.
     pub in_recovery: bool,
+    /// Whether the window was in use when this ACK came, as Linux's `tcp_is_cwnd_limited`
+    /// decides it (the last transmission found the flight at the window, or in slow start
+    /// the window is below twice the largest flight of the current window): when false, the
+    /// window must not grow. Every controller skips its increase, slow start and congestion
+    /// avoidance alike, as each Linux `cong_avoid` returns at its start, and keeps what it
+    /// measures on every ACK (RTT, delivered bytes). A transport that does not validate its
+    /// window passes true.
+    pub cwnd_limited: bool,
 }
 
 /// What signalled congestion.

@@ -39,6 +39,7 @@ impl<C: Controller> TestSender<C> {
             bytes_acked: bytes,
             rtt: Some(self.rtt),
             in_recovery,
+            cwnd_limited: true,
         };
         self.cc.on_ack(&ack, &self.path);
     }

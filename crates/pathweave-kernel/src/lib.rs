@@ -51,7 +51,7 @@ pub use error::KernelError;
 pub use names::{Algorithm, Prefix};
 
 /// The version of the BPF programs (`PW_VERSION` in `pw_intf.h`), stored in the stats map.
-pub const PROGRAM_VERSION: u64 = 6;
+pub const PROGRAM_VERSION: u64 = 7;
 
 /// Whether this build contains the BPF programs.
 pub const HAS_BPF: bool = cfg!(feature = "bpf");

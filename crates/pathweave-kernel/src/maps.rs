@@ -45,11 +45,12 @@ pub enum Stat {
     Stale,
     Reclaimed,
     ReclaimedSubflows,
+    NotCwndLimited,
 }
 
 impl Stat {
     /// Every counter, in index order.
-    pub const ALL: [Stat; 23] = [
+    pub const ALL: [Stat; 24] = [
         Stat::Init,
         Stat::Release,
         Stat::Registered,
@@ -73,6 +74,7 @@ impl Stat {
         Stat::Stale,
         Stat::Reclaimed,
         Stat::ReclaimedSubflows,
+        Stat::NotCwndLimited,
     ];
 
     /// The name `status` prints.
@@ -101,6 +103,7 @@ impl Stat {
             Stat::Stale => "entries of an earlier connection at a reused address",
             Stat::Reclaimed => "entries reclaimed after their connection closed",
             Stat::ReclaimedSubflows => "subflows still registered in reclaimed entries",
+            Stat::NotCwndLimited => "increases skipped, window not in use",
         }
     }
 }

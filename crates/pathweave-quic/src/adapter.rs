@@ -325,6 +325,7 @@ impl Controller for PathController {
                 bytes_acked: Bytes(pending.recovery_bytes),
                 rtt: Some(sample),
                 in_recovery: true,
+                cwnd_limited: true,
             };
             cc.on_ack(p, &ack, &Paths(views));
         }
@@ -338,6 +339,7 @@ impl Controller for PathController {
                 bytes_acked: Bytes(pending.fresh_bytes),
                 rtt: Some(sample),
                 in_recovery: false,
+                cwnd_limited: true,
             };
             cc.on_ack(p, &ack, &Paths(views));
         }

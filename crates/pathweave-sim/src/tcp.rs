@@ -180,6 +180,12 @@ pub struct TcpConfig {
     /// as the window allows, and SACKed segments count neither as sent again nor as in flight.
     /// Otherwise the timeout forgets the SACKs (RFC 2018 §8) and goes back N over all of them.
     pub keep_sack_on_rto: bool,
+    /// Congestion-window validation as Linux does it (`tcp_cwnd_validate`,
+    /// `tcp_is_cwnd_limited`): each transmission records whether the flight reached the
+    /// window, and an ACK grows the window only if the window was in use during the current
+    /// window of data (or, in slow start, is below twice the largest flight of it). Without,
+    /// every ACK of new data grows it.
+    pub cwnd_validation: bool,
     /// Connection-level receive buffer in segments, `None` for unlimited.
     pub receive_buffer: Option<u32>,
     /// Multipath scheduler.
@@ -308,6 +314,8 @@ pub(crate) trait Source {
     fn take(&mut self) -> Option<u64>;
     /// Payload of data segment `dsn`.
     fn payload(&self, dsn: u64) -> u32;
+    /// Whether data waits to be sent (what [`Self::take`] would give, were the window open).
+    fn pending(&self) -> bool;
 }
 
 impl Source for DataSource {
@@ -319,6 +327,10 @@ impl Source for DataSource {
     #[inline(always)]
     fn payload(&self, dsn: u64) -> u32 {
         DataSource::payload(self, dsn)
+    }
+
+    fn pending(&self) -> bool {
+        self.has_data()
     }
 }
 
@@ -335,6 +347,10 @@ impl Source for Assigned<'_> {
 
     fn payload(&self, dsn: u64) -> u32 {
         self.data.payload(dsn)
+    }
+
+    fn pending(&self) -> bool {
+        !self.queue.is_empty()
     }
 }
 

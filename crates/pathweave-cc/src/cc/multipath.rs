@@ -239,6 +239,7 @@ mod tests {
             bytes_acked: mss,
             rtt: None,
             in_recovery: false,
+            cwnd_limited: true,
         };
         mp.on_ack(PathId(0), &ack, &paths);
         assert_eq!(mp.window(PathId(0)), Bytes(3000));

@@ -66,6 +66,9 @@ impl Controller for NewReno {
         if ack.in_recovery {
             return;
         }
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let mss = self.cfg.mss.0;
         let acked = ack.bytes_acked.0;
         if self.cwnd < self.ssthresh {

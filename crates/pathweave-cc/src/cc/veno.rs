@@ -355,6 +355,9 @@ impl Controller for Veno {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         self.sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let active = self.veno.assess(self.sf.cwnd, self.sf.mss, self.cfg.beta);
         let bytes = ack.bytes_acked.0;
         if self.sf.in_slow_start() {

@@ -279,6 +279,9 @@ impl Controller for WestwoodPlus {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         self.sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let bytes = ack.bytes_acked.0;
         if self.sf.in_slow_start() {
             self.sf.slow_start(bytes, self.cfg.reno.abc_limit);

@@ -692,6 +692,7 @@ static __always_inline void pw_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 		return;
 	}
 	if (!pw_cwnd_limited(tp)) {
+		pw_count(PW_STAT_NOT_CWND_LIMITED);
 		pw_sync(sk, ca, &v, 0);
 		return;
 	}

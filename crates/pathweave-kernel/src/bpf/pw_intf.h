@@ -15,7 +15,7 @@
 #ifndef PW_INTF_H
 #define PW_INTF_H
 
-#define PW_VERSION 6
+#define PW_VERSION 7
 
 /* Algorithm ids, stored in each connection entry. */
 #define PW_ALGO_LIA 1
@@ -89,6 +89,7 @@ enum pw_stat {
 	PW_STAT_STALE,            /* entries an earlier connection left at a reused address */
 	PW_STAT_RECLAIMED,        /* entries removed because their connection closed */
 	PW_STAT_RECLAIMED_SUBFLOWS, /* subflows still registered in those two kinds of entry */
+	PW_STAT_NOT_CWND_LIMITED, /* cong_avoid calls that found the window not in use */
 	PW_STAT_COUNT
 };
 

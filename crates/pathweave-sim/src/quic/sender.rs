@@ -556,6 +556,7 @@ impl QuicSender {
                 bytes_acked: Bytes(old_bytes),
                 rtt: cc_rtt,
                 in_recovery: true,
+                cwnd_limited: true,
             };
             self.cc.on_ack(pid, &ack, &Paths(&self.views));
         }
@@ -570,6 +571,7 @@ impl QuicSender {
                 bytes_acked: Bytes(fresh_bytes),
                 rtt: cc_rtt,
                 in_recovery: false,
+                cwnd_limited: true,
             };
             self.cc.on_ack(pid, &ack, &Paths(&self.views));
         }

@@ -65,6 +65,9 @@ pub struct TcpSettings {
     pub prr: bool,
     /// SACK information kept across a retransmission timeout (Linux), with SACK recovery.
     pub keep_sack_on_rto: bool,
+    /// Congestion-window validation as Linux does it: a window grows only on ACKs that find
+    /// it in use (`tcp_is_cwnd_limited`).
+    pub cwnd_validation: bool,
     /// Whether an MPTCP connection's segments carry MPTCP's data-sequence option inside the
     /// segment size ([`MPTCP_DSS_DATA_BYTES`], [`MPTCP_DSS_ACK_BYTES`]). Set on a flow it
     /// says what was asked; a flow that runs as MPTCP ([`FlowSpec::runs_as_mptcp`]) then
@@ -97,7 +100,8 @@ pub enum Profile {
     Default,
     /// What the Linux kernel does, as far as the simulator models it: limited transmit
     /// (RFC 3042), proportional rate reduction (RFC 6937) and SACK kept across a timeout in
-    /// SACK recovery, MPTCP's DSS option inside the segment, Linux MPTCP's scheduler, the
+    /// SACK recovery, window growth only while the window is in use (congestion-window
+    /// validation), MPTCP's DSS option inside the segment, Linux MPTCP's scheduler, the
     /// handshakes before a subflow's first data, and `arithmetic = "linux"` for the coupled
     /// controllers that have it.
     Linux,
@@ -112,6 +116,7 @@ impl Profile {
         "limited_transmit",
         "prr",
         "keep_sack_on_rto",
+        "cwnd_validation",
         "mptcp_options",
         "scheduler",
         "handshakes",
@@ -124,6 +129,7 @@ impl Profile {
         s.limited_transmit = if linux { true } else { d.limited_transmit };
         s.prr = if linux { true } else { d.prr };
         s.keep_sack_on_rto = if linux { true } else { d.keep_sack_on_rto };
+        s.cwnd_validation = if linux { true } else { d.cwnd_validation };
         s.mptcp_options = if linux { true } else { d.mptcp_options };
         s.scheduler = if linux {
             SchedulerKind::Linux
@@ -154,6 +160,7 @@ pub const QUIC_REFUSED_KEYS: &[&str] = &[
     "limited_transmit",
     "prr",
     "keep_sack_on_rto",
+    "cwnd_validation",
     "mptcp_options",
     "scheduler",
     "delayed_ack",
@@ -212,6 +219,7 @@ impl TcpSettings {
             limited_transmit: self.limited_transmit,
             prr: self.prr,
             keep_sack_on_rto: self.keep_sack_on_rto,
+            cwnd_validation: self.cwnd_validation,
             receive_buffer: self
                 .receive_buffer
                 .map(|b| b.div_ceil(self.mss as u64).clamp(1, u32::MAX as u64 - 1) as u32),
@@ -239,6 +247,7 @@ impl Default for TcpSettings {
             limited_transmit: false,
             prr: false,
             keep_sack_on_rto: false,
+            cwnd_validation: false,
             mptcp_options: false,
             handshakes: false,
             transport: Transport::Tcp,
@@ -419,6 +428,9 @@ impl Reader<'_> {
         }
         if let Some(v) = t.get("handshakes") {
             s.handshakes = self.boolean(&join(path, "handshakes"), v)?;
+        }
+        if let Some(v) = t.get("cwnd_validation") {
+            s.cwnd_validation = self.boolean(&join(path, "cwnd_validation"), v)?;
         }
         // PRR replaces RFC 6675's `cwnd − pipe` rule, and only SACK recovery has SACKs to
         // keep across a timeout; the other recoveries have neither. Set by the linux profile
@@ -1036,6 +1048,7 @@ pub const TCP_KEYS: &[&str] = &[
     "limited_transmit",
     "prr",
     "keep_sack_on_rto",
+    "cwnd_validation",
     "mptcp_options",
     "handshakes",
 ];

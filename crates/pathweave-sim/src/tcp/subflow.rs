@@ -11,7 +11,7 @@
 use super::{Control as Cc, DataSource, Recovery, Source, SubflowPlan, TcpConfig};
 use crate::net::Net;
 use crate::packet::{Packet, PacketKind};
-use pathweave_cc::cc::multipath::Paths;
+use pathweave_cc::cc::multipath::{MultipathController, Paths};
 use pathweave_cc::cc::{Ack, Cause, CongestionEvent, PathId, PathView, Rto};
 use pathweave_cc::rtt::RttEstimator;
 use pathweave_cc::{Bytes, Duration, Instant};
@@ -103,6 +103,8 @@ pub struct Subflow {
     set: Settings,
     dupthresh: u32,
     partial_seen: bool,
+    /// [`TcpConfig::cwnd_validation`] (beside the settings, in the padding their line has).
+    cwnd_validation: bool,
     rto_at: Option<Instant>,
     plan: SubflowPlan,
     recover: Option<u64>,
@@ -117,6 +119,13 @@ pub struct Subflow {
     /// Segments the ACK being processed newly SACKed.
     newly_sacked: u64,
     rto_seq: Option<u64>,
+    /// Congestion-window validation ([`TcpConfig::cwnd_validation`]), Linux's names in
+    /// brackets: whether the window was in use during the current window of data
+    /// (`is_cwnd_limited`), the largest flight of it otherwise (`max_packets_out`), and the
+    /// sequence number that ends it (`cwnd_usage_seq`).
+    usage_end: u64,
+    max_out: u32,
+    window_used: bool,
 }
 
 impl Subflow {
@@ -147,6 +156,7 @@ impl Subflow {
             },
             dupthresh: cfg.dupthresh,
             partial_seen: false,
+            cwnd_validation: cfg.cwnd_validation,
             rto_at: None,
             plan,
             recover: None,
@@ -157,6 +167,9 @@ impl Subflow {
             prr_allow: 0,
             newly_sacked: 0,
             rto_seq: None,
+            usage_end: 0,
+            max_out: 0,
+            window_used: false,
         }
     }
 
@@ -334,7 +347,11 @@ impl Subflow {
             return 0;
         }
         if self.in_recovery && self.set.recovery == Recovery::Sack {
-            return self.sack_send(net, cc, data, max_new);
+            let (sent, full) = self.sack_send(net, cc, data, max_new);
+            if self.cwnd_validation {
+                self.validate_window(sent, full, data);
+            }
+            return sent;
         }
         let _ = views;
         let wnd = ((cc.window(self.pid()) + self.inflation) / self.mss()).max(1);
@@ -347,10 +364,48 @@ impl Subflow {
         };
         // After a timeout that kept the SACKs (Linux's loss state, until the ACK passes what
         // was outstanding then), SACKed segments below snd_nxt are not in flight.
-        if self.set.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
-            return self.send_kept_sacks(net, data, (wnd, limited), max_new);
+        let (sent, full) =
+            if self.set.keep_sack_on_rto && self.recover.is_some_and(|r| self.snd_una <= r) {
+                self.send_kept_sacks(net, data, (wnd, limited), max_new)
+            } else {
+                self.send_window::<false, S>(net, data, (wnd, limited), max_new)
+            };
+        if self.cwnd_validation {
+            self.validate_window(sent, full, data);
         }
-        self.send_window::<false, S>(net, data, (wnd, limited), max_new)
+        sent
+    }
+
+    /// Linux's `tcp_cwnd_validate`, after a transmission attempt that sent `sent` new
+    /// segments and left the flight at the window (`full`) or not. Linux calls it from
+    /// `tcp_write_xmit`, which runs only while data waits to be sent, and only if it sent
+    /// something or found the window full. The current window of data ends at the highest
+    /// sequence sent when it was last recorded; until the ACK passes it, a window found in use
+    /// stays in use, and one not in use records the largest flight.
+    #[inline]
+    fn validate_window<S: Source>(&mut self, sent: usize, full: bool, data: &S) {
+        if sent == 0 && !(full && data.pending()) {
+            return;
+        }
+        let out = (self.snd_max - self.snd_una).min(u32::MAX as u64) as u32;
+        if self.snd_una >= self.usage_end || full || (!self.window_used && out > self.max_out) {
+            self.window_used = full;
+            self.max_out = out;
+            self.usage_end = self.snd_max;
+        }
+    }
+
+    /// Whether the window counts as in use for growth (Linux's `tcp_is_cwnd_limited`): found
+    /// in use during the current window of data, or in slow start below twice the largest
+    /// flight of it. Always true without [`TcpConfig::cwnd_validation`].
+    #[inline]
+    fn window_in_use(&self, cc: &Cc) -> bool {
+        if !self.cwnd_validation || self.window_used {
+            return true;
+        }
+        let p = self.pid();
+        MultipathController::in_slow_start(&cc.cc, p)
+            && cc.window(p) / self.mss() < 2 * u64::from(self.max_out)
     }
 
     /// [`Self::send_window`] in the loss state after a timeout that kept the SACKs, out of
@@ -362,14 +417,15 @@ impl Subflow {
         data: &mut S,
         window: (u64, u64),
         max_new: usize,
-    ) -> usize {
+    ) -> (usize, bool) {
         self.send_window::<true, S>(net, data, window, max_new)
     }
 
     /// Send within `window` = (segments, extra segments limited transmit allows for new
     /// data): first go back over what a timeout left outstanding, skipping what the receiver
     /// SACKed, then new data, at most `max_new` segments. With `KEEP_SACKS` the SACKed
-    /// segments below snd_nxt do not count as in flight.
+    /// segments below snd_nxt do not count as in flight. Returns the new segments sent and
+    /// whether the flight was left at the window.
     #[inline(always)]
     fn send_window<const KEEP_SACKS: bool, S: Source>(
         &mut self,
@@ -377,7 +433,7 @@ impl Subflow {
         data: &mut S,
         window: (u64, u64),
         max_new: usize,
-    ) -> usize {
+    ) -> (usize, bool) {
         let (wnd, limited) = window;
         let mut sacked_below = if KEEP_SACKS {
             let upto = (self.snd_nxt - self.snd_una) as usize;
@@ -386,14 +442,14 @@ impl Subflow {
             0
         };
         let mut sent_new = 0;
-        loop {
+        let full = loop {
             let extra = if self.snd_nxt >= self.snd_max {
                 limited
             } else {
                 0
             };
             if self.snd_nxt - self.snd_una - sacked_below >= wnd + extra {
-                break;
+                break true;
             }
             if self.snd_nxt < self.snd_max {
                 // Go-back-N after a timeout: resend what was outstanding.
@@ -407,24 +463,27 @@ impl Subflow {
                 continue;
             }
             if sent_new >= max_new {
-                break;
+                break false;
             }
-            let Some(dsn) = data.take() else { break };
+            let Some(dsn) = data.take() else {
+                break false;
+            };
             self.send_new(dsn, data.payload(dsn), net);
             self.snd_nxt = self.snd_max;
             sent_new += 1;
-        }
-        sent_new
+        };
+        (sent_new, full)
     }
 
     /// RFC 6675 §5: send while `cwnd − pipe ≥ 1 SMSS`, choosing segments by NextSeg().
+    /// Returns the new segments sent and whether the window (or PRR's allowance) ran out.
     fn sack_send<S: Source>(
         &mut self,
         net: &mut Net,
         cc: &mut Cc,
         data: &mut S,
         max_new: usize,
-    ) -> usize {
+    ) -> (usize, bool) {
         let mut pipe = self.update_scoreboard();
         let cwnd_segs = cc.window(self.pid()) / self.mss();
         let prr = self.set.prr;
@@ -482,11 +541,11 @@ impl Subflow {
                         self.prr_allow += 1;
                         self.prr.out -= 1;
                     }
-                    break;
+                    return (sent_new, false);
                 }
             }
         }
-        sent_new
+        (sent_new, true)
     }
 
     /// Mark segments lost per RFC 6675 IsLost() and return the pipe estimate (segments).
@@ -663,6 +722,7 @@ impl Subflow {
                 bytes_acked: Bytes(bytes),
                 rtt: sample,
                 in_recovery: self.in_recovery,
+                cwnd_limited: self.window_in_use(cc),
             };
             self.refresh(views);
             cc.on_ack(self.pid(), &ackev, &Paths(views));
@@ -847,6 +907,7 @@ mod layout {
         assert_eq!(last(offset_of!(Subflow, stats), sampled), 1);
         assert_eq!(line(offset_of!(Subflow, stats) + sampled), 2);
         assert_eq!(last(offset_of!(Subflow, set), size_of::<Settings>()), 2);
+        assert_eq!(line(offset_of!(Subflow, cwnd_validation)), 2);
         assert_eq!(line(offset_of!(Subflow, rto_at)), 3);
         assert_eq!(line(offset_of!(Subflow, recover) + 15), 3);
         assert_eq!(line(offset_of!(Subflow, rtt)), 4);

@@ -62,6 +62,7 @@ fn apply<C: Controller>(c: &mut C, op: Op, view: &PathView) {
                 bytes_acked: Bytes(bytes),
                 rtt: view.srtt,
                 in_recovery,
+                cwnd_limited: true,
             };
             c.on_ack(&ack, view);
         }

@@ -733,6 +733,9 @@ impl MultipathController for Bmc {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         st.sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         if st.sf.in_slow_start() {
             st.sf.slow_start(bytes, abc); // RFC 3465 §2.2, as NewReno
             return;

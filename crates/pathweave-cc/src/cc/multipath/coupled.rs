@@ -188,6 +188,9 @@ impl MultipathController for FullyCoupled {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let bytes = ack.bytes_acked.0;
         if sf.in_slow_start() {
             sf.slow_start(bytes, abc);
@@ -339,6 +342,9 @@ impl MultipathController for Ewtcp {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let bytes = ack.bytes_acked.0;
         if sf.in_slow_start() {
             sf.slow_start(bytes, abc);

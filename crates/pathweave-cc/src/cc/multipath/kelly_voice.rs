@@ -212,6 +212,9 @@ impl MultipathController for KellyVoice {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         if sf.in_slow_start() {
             sf.slow_start(bytes, abc);
             return;

@@ -381,6 +381,9 @@ impl MultipathController for Lia {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         if sf.in_slow_start() {
             // RFC 6356 §3: slow start is unchanged TCP.
             sf.slow_start(bytes, abc);

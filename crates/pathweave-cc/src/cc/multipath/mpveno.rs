@@ -296,6 +296,9 @@ impl MultipathController for MpVeno {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         st.sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let (theta, eps, inc) = self.coupling(p, coupled, paths);
         let Some(st) = self.slot(p) else {
             return;

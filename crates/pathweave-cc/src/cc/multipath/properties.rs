@@ -3,11 +3,11 @@
 
 use proptest::prelude::*;
 
-use crate::cc::multipath::test_support::{add_paths, apply, assert_same_as_reno, views, Op};
+use crate::cc::multipath::test_support::{ack, add_paths, apply, assert_same_as_reno, views, Op};
 use crate::cc::multipath::{
     Algorithm, Arithmetic, Counting, MultipathConfig, MultipathController, Paths, WindowConfig,
 };
-use crate::cc::{PathId, PathView};
+use crate::cc::{Ack, PathId, PathView};
 use crate::units::{Bytes, Duration};
 
 fn op() -> impl Strategy<Value = Op> {
@@ -107,6 +107,43 @@ proptest! {
                     }
                 }
             }
+        }
+    }
+
+    /// Linux's `tcp_is_cwnd_limited`: an ACK that finds the window not in use moves no
+    /// window and no threshold, in slow start or congestion avoidance, after any history.
+    #[test]
+    fn an_ack_of_a_window_not_in_use_grows_nothing(
+        ops in prop::collection::vec((op(), 0usize..3), 0..200),
+        bytes in 1u64..=3000,
+        on in 0usize..3,
+        rtts in prop::collection::vec(1u32..300, 3),
+        n in 1usize..4,
+    ) {
+        let mss = 1000;
+        let rtt: Vec<f64> = rtts[..n].iter().map(|&r| r as f64 / 1000.0).collect();
+        let vs = views(&rtt, mss);
+        let paths = Paths(&vs);
+        for cfg in configs(mss, 2) {
+            let mut c = cfg.build().unwrap();
+            add_paths(&mut c, n, mss);
+            for &(o, p) in &ops {
+                apply(&mut c, PathId((p % n) as u32), o, &paths);
+            }
+            let state = |c: &crate::cc::multipath::AnyMultipathController| {
+                (0..n)
+                    .map(|i| (c.window(PathId(i as u32)), c.ssthresh(PathId(i as u32))))
+                    .collect::<Vec<_>>()
+            };
+            let before = state(&c);
+            let p = PathId((on % n) as u32);
+            let idle = Ack {
+                cwnd_limited: false,
+                rtt: paths.get(p).and_then(|v| v.srtt),
+                ..ack(bytes)
+            };
+            c.on_ack(p, &idle, &paths);
+            prop_assert_eq!(state(&c), before, "{:?}", cfg);
         }
     }
 

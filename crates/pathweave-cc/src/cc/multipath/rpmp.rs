@@ -289,6 +289,9 @@ impl MultipathController for RpMpV2 {
             return; // no growth during fast recovery
         }
         st.sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let bytes = ack.bytes_acked.0;
         let mss = st.sf.mss as f64;
         match (coupled, i) {
@@ -452,6 +455,9 @@ impl MultipathController for MptcpBytes {
             return; // no growth during fast recovery
         }
         st.sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let bytes = ack.bytes_acked.0;
         let mss = st.sf.mss as f64;
         match (coupled, a) {

@@ -122,6 +122,7 @@ pub(crate) fn ack(bytes: u64) -> Ack {
         bytes_acked: Bytes(bytes),
         rtt: None,
         in_recovery: false,
+        cwnd_limited: true,
     }
 }
 
@@ -160,6 +161,7 @@ pub(crate) fn apply<C: MultipathController>(c: &mut C, p: PathId, op: Op, paths:
         Op::Ack { bytes, in_recovery } => {
             let a = Ack {
                 in_recovery,
+                cwnd_limited: true,
                 rtt: paths.get(p).and_then(|v| v.srtt),
                 ..ack(bytes)
             };
@@ -178,6 +180,7 @@ pub(crate) fn apply_single<C: Controller>(c: &mut C, op: Op, view: &PathView) {
         Op::Ack { bytes, in_recovery } => {
             let a = Ack {
                 in_recovery,
+                cwnd_limited: true,
                 rtt: view.srtt,
                 ..ack(bytes)
             };

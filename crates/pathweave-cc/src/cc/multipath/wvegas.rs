@@ -435,6 +435,9 @@ impl MultipathController for WVegas {
             return; // RFC 5681 §3.2: no growth during fast recovery
         }
         st.sf.in_recovery = false;
+        if !ack.cwnd_limited {
+            return; // a window not in use does not grow (Linux: tcp_is_cwnd_limited)
+        }
         let reopen = st.reenable_at.is_some_and(|m| st.acked >= m);
         st.sf.use_rule(vegas);
         if !vegas {

@@ -22,6 +22,7 @@ fn ack(bytes: u64, rtt_ms: Option<u64>, in_recovery: bool) -> Ack {
         bytes_acked: Bytes(bytes),
         rtt: rtt_ms.map(Duration::from_millis),
         in_recovery,
+        cwnd_limited: true,
     }
 }
 
@@ -283,6 +284,7 @@ pub(crate) fn run<C: Controller>(c: &mut C, mss: u64, evs: &[Ev], mut check: imp
                     bytes_acked: Bytes(bytes),
                     rtt: rtt_us.map(|us| Duration(us.saturating_mul(1000))),
                     in_recovery,
+                    cwnd_limited: true,
                 };
                 c.on_ack(&a, &view);
             }

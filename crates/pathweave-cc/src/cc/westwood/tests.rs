@@ -35,6 +35,7 @@ fn stream(
             bytes_acked: Bytes(MSS),
             rtt: Some(Duration::from_millis(rtts_ms[k % rtts_ms.len()])),
             in_recovery: false,
+            cwnd_limited: true,
         };
         c.on_ack(&a, &view);
         k += 1;
@@ -193,6 +194,7 @@ fn acks_in_recovery_feed_the_estimate_but_not_the_window() {
             bytes_acked: Bytes(MSS),
             rtt: Some(Duration::from_millis(100)),
             in_recovery: true,
+            cwnd_limited: true,
         };
         c.on_ack(&a, &view);
     }

@@ -25,6 +25,7 @@ fn ack_at(now: Instant, bytes: u64) -> Ack {
         bytes_acked: Bytes(bytes),
         rtt: None,
         in_recovery: false,
+        cwnd_limited: true,
     }
 }
 
@@ -344,6 +345,7 @@ fn apply_at(c: &mut Bmc, p: PathId, e: Ev, now: Instant, paths: &Paths<'_>) {
         Ev::Ack(bytes, in_recovery) => {
             let a = Ack {
                 in_recovery,
+                cwnd_limited: true,
                 ..ack_at(now, bytes)
             };
             c.on_ack(p, &a, paths);

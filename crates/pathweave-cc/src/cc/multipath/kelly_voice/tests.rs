@@ -391,6 +391,7 @@ fn a_path_in_recovery_counts_with_its_ssthresh() {
     for _ in 0..100 {
         let a = Ack {
             in_recovery: true,
+            cwnd_limited: true,
             ..ack(MSS)
         };
         c.on_ack(PathId(1), &a, &paths);

@@ -177,6 +177,7 @@ fn no_growth_during_recovery() {
     for _ in 0..100 {
         let a = Ack {
             in_recovery: true,
+            cwnd_limited: true,
             ..ack(MSS)
         };
         c.on_ack(PathId(0), &a, &paths);

@@ -224,6 +224,7 @@ fn apply_both<C: Controller>(
                 bytes_acked: Bytes(bytes),
                 rtt: rtt_us.map(|us| Duration(us * 1000)),
                 in_recovery,
+                cwnd_limited: true,
             };
             mp.on_ack(p, &a, &Paths(vs));
             single.on_ack(&a, &vs[0]);
@@ -305,6 +306,7 @@ proptest! {
                         bytes_acked: Bytes(bytes),
                         rtt: rtt_us.map(|us| Duration(us * 1000)),
                         in_recovery,
+                        cwnd_limited: true,
                     };
                     c.on_ack(id, &a, &Paths(&vs));
                 }

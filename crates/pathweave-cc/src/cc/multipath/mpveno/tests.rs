@@ -250,6 +250,7 @@ fn apply_both<C: Controller>(mp: &mut MpVeno, single: &mut C, e: Ev, vs: &mut [P
                 bytes_acked: Bytes(bytes),
                 rtt: rtt_us.map(|us| Duration(us.saturating_mul(1000))),
                 in_recovery,
+                cwnd_limited: true,
             };
             mp.on_ack(p, &a, &Paths(vs));
             single.on_ack(&a, &vs[0]);
@@ -345,6 +346,7 @@ proptest! {
                         bytes_acked: Bytes(bytes),
                         rtt: rtt_us.map(|us| Duration(us * 1000)),
                         in_recovery,
+                        cwnd_limited: true,
                     };
                     c.on_ack(id, &a, &Paths(&vs));
                 }

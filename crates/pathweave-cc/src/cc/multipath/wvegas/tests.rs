@@ -97,6 +97,7 @@ fn a_loss_disables_wvegas_until_recovery_ends() {
     assert_eq!(c.window(PathId(0)), Bytes(10 * MSS));
     let a = Ack {
         in_recovery: true,
+        cwnd_limited: true,
         rtt: Some(ms(100)),
         ..ack(MSS)
     };
