@@ -119,6 +119,7 @@ impl MultipathController for AnyMultipathController {
     fn on_ack(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) {
         dispatch!(self, c => c.on_ack(p, ack, paths))
     }
+    #[inline]
     fn on_ack_window(&mut self, p: PathId, ack: &Ack, paths: &Paths<'_>) -> Bytes {
         dispatch!(self, c => c.on_ack_window(p, ack, paths))
     }
