@@ -15,7 +15,8 @@ Prints, in this order:
 * instructions per link packet (callgrind, where valgrind is installed), FatTree against
   dumbbell;
 * the time of ``pathweave.datacenter.reference`` on a FatTree permutation with 8 subflows per
-  connection (k = 8: 128 connections).
+  connection (k = 8: 128 connections; k = 16: 1,024, whose hashed subflows' reference takes
+  one linear program of about 14 s of CPU), and of its multipath optimum alone.
 
 A *link packet* is one packet delivered by one link direction, data or ACK: a packet that
 crosses six links (a FatTree route between pods) counts six times, one that crosses the
@@ -37,7 +38,7 @@ dumbbell: T = 50 s), so neither parsing and building nor slow start is in them.
 
     python bench/datacenter.py [--quick] [--k 32] [--sizes 8 16] [--duration 1]
                                [--rounds N] [--no-callgrind] [--callgrind-k 8]
-                               [--no-reference] [--json OUT]
+                               [--no-reference] [--reference-k 8 16] [--json OUT]
 
 `--quick` runs the packet-level FatTrees for 0.1 s of simulated time, one round each, and
 leaves out callgrind and the reference (under a minute).
@@ -214,6 +215,35 @@ def dumbbell_text(duration_s: float) -> str:
     return re.sub(r'(?m)^duration = "[^"]*"$', f'duration = "{duration_s:g}s"', text)
 
 
+def reference_times(ks: list[int], subflows: int) -> list[dict]:
+    """Print and return the time of ``reference`` and of its multipath optimum alone on the
+    FatTree permutations of ``ks``."""
+    import pathweave
+    from pathweave.datacenter import equal_cost_routes, multipath_optimum, reference
+
+    out = []
+    for k in ks:
+        sc = pathweave.parse(fat_tree(k, subflows))
+        t0 = time.perf_counter()
+        multipath_optimum(sc)
+        optimum_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        res = reference(sc)
+        took = time.perf_counter() - t0
+        routes = equal_cost_routes(sc)
+        print(
+            f"reference, fat-tree k={k}, {len(res.flows):,} connections x {subflows} "
+            f"subflows: {took:.2f} s (multipath optimum alone, {routes:,} routes: "
+            f"{optimum_s:.2f} s; mean rates, Mbit/s: single path "
+            f"{res.single_path_bps.mean() / 1e6:.1f}, hashed subflows "
+            f"{res.subflows_bps.mean() / 1e6:.1f}, multipath optimum "
+            f"{res.multipath_bps.mean() / 1e6:.1f})",
+            flush=True,
+        )
+        out.append({"k": k, "seconds": took, "multipath_optimum_s": optimum_s, "routes": routes})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -233,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         "--callgrind-k", type=int, nargs="+", default=[8], help="FatTrees counted by callgrind"
     )
     ap.add_argument("--no-reference", action="store_true", help="skip the flow-level reference")
-    ap.add_argument("--reference-k", type=int, default=8)
+    ap.add_argument(
+        "--reference-k", type=int, nargs="+", default=[8, 16], help="FatTrees of the reference"
+    )
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     args = ap.parse_args(argv)
     duration = args.duration if args.duration is not None else (0.1 if args.quick else 1.0)
@@ -337,21 +369,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{ir['whole_run_per_link_packet']:,.0f} over the whole 0.1 s run)"
                 )
     if not (args.quick or args.no_reference):
-        from pathweave.datacenter import reference
-
         print()
-        sc = pathweave.parse(fat_tree(args.reference_k, args.subflows))
-        t0 = time.perf_counter()
-        res = reference(sc)
-        took = time.perf_counter() - t0
-        print(
-            f"reference, fat-tree k={args.reference_k}, {len(res.flows):,} connections x "
-            f"{args.subflows} subflows: {took:.2f} s (mean rates, Mbit/s: single path "
-            f"{res.single_path_bps.mean() / 1e6:.1f}, hashed subflows "
-            f"{res.subflows_bps.mean() / 1e6:.1f}, multipath optimum "
-            f"{res.multipath_bps.mean() / 1e6:.1f})"
-        )
-        record["reference_s"] = took
+        record["reference"] = reference_times(args.reference_k, args.subflows)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=2))

@@ -5,14 +5,22 @@ optimum, and bad input refused with one line and exit code 2."""
 from __future__ import annotations
 
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import pathweave
 from conftest import run_cli, write_scenario
-from pathweave.datacenter import max_min_multipath, max_min_single_path, reference
+from pathweave import datacenter
+from pathweave.datacenter import (
+    max_min_multipath,
+    max_min_single_path,
+    multipath_optimum,
+    reference,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "scenarios" / "datacenter" / "fat-tree-permutation.toml"
@@ -68,6 +76,107 @@ def test_multipath_max_min_freezes_in_levels() -> None:
     conn = np.array([0, 1, 1, 2])
     rates = max_min_multipath(conn, starts, dirs, np.array([2.0, 10.0]), 3)
     np.testing.assert_allclose(rates, [2.0, 5.0, 5.0], rtol=1e-6)
+
+
+def test_the_bottleneck_bound_in_two_levels_routed_by_a_program() -> None:
+    # Links 0 (2), 1 (10), 2 (10). Connection 0 over [0, 1] or [0, 2], connection 1 over
+    # [0, 1], connection 2 over [2]. Link 0 holds 0 and 1 to 1 each, link 2 holds 2 to 10.
+    # Split evenly, connection 0 would put 0.5 on link 2 (10.5 > 10); sent over link 1 it
+    # fits: max-min is 1, 1, 10.
+    starts, dirs = _csr([[0, 1], [0, 2], [0, 1], [2]])
+    conn = np.array([0, 0, 1, 2])
+    rates = max_min_multipath(conn, starts, dirs, np.array([2.0, 10.0, 10.0]), 3)
+    np.testing.assert_allclose(rates, [1.0, 1.0, 10.0], rtol=1e-6)
+
+
+def test_a_bottleneck_bound_the_routes_cannot_carry_falls_back_to_the_programs() -> None:
+    # Connection 0 over [0, 1] or [0, 2] (link 0: 10, its own); connections 1 and 2 over
+    # links 1 and 2 (2 each). The bound gives 0 its link's 10, but it can only get through
+    # links 1 and 2, which the three share: 4/3 each.
+    starts, dirs = _csr([[0, 1], [0, 2], [1], [2]])
+    conn = np.array([0, 0, 1, 2])
+    rates = max_min_multipath(conn, starts, dirs, np.array([10.0, 2.0, 2.0]), 3)
+    np.testing.assert_allclose(rates, [4 / 3] * 3, rtol=1e-6)
+
+
+def test_one_route_per_connection_is_progressive_filling() -> None:
+    # All-to-all over one hashed path each: multipath max-min over single routes is the
+    # single-path allocation (the programs alone were 0.45 % off on this one).
+    sc = pathweave.parse(_fat_tree(4, 'pattern = "all-to-all"\nseed = 2'))
+    ref = reference(sc)
+    assert len(ref.flows) == 240
+    np.testing.assert_allclose(ref.subflows_bps, ref.single_path_bps, rtol=1e-9)
+
+
+def test_hashed_subflows_reference_survives_many_levels() -> None:
+    # Three hashed subflows per connection: the programs run through a dozen levels, whose
+    # rounding made a later one infeasible before the frozen rates' hair could widen.
+    sc = pathweave.parse(
+        _fat_tree(8, 'pattern = "permutation"\nalgorithm = "lia"\nsubflows = 3', "").replace(
+            'duration = "1s"', 'duration = "1s"\nseed = 2'
+        )
+    )
+    ref = reference(sc)
+    # More routes, a max-min allocation no worse for the worst off (leximin order).
+    assert ref.subflows_bps.min() >= ref.single_path_bps.min() * (1 - 1e-6)
+    assert ref.subflows_bps.min() <= ref.multipath_bps.min() * (1 + 1e-6)
+    assert np.all(ref.subflows_bps <= 100e6 * (1 + 1e-6))
+    assert ref.subflows_bps.mean() < 0.9 * ref.multipath_bps.mean()
+
+
+def _count_programs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    solve = datacenter.linprog
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(datacenter, "linprog", counted)
+    return calls
+
+
+def test_fat_tree_permutation_needs_no_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_programs(monkeypatch)
+    sc = pathweave.parse(_fat_tree(8, 'pattern = "permutation"\nalgorithm = "lia"'))
+    np.testing.assert_allclose(multipath_optimum(sc), 100e6, rtol=1e-12)
+    assert calls[0] == 0
+
+
+def test_water_filling_freezes_connections_held_by_their_own_links(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without the bound, the programs alone: every connection is held by its host links, so
+    # the first level freezes all 128 (the prices alone froze 124 and then one per program).
+    monkeypatch.setattr(datacenter, "_routable", lambda *args: False)
+    calls = _count_programs(monkeypatch)
+    sc = pathweave.parse(_fat_tree(8, 'pattern = "permutation"\nalgorithm = "lia"'))
+    np.testing.assert_allclose(multipath_optimum(sc), 100e6, rtol=1e-6)
+    assert calls[0] == 1
+
+
+def test_fat_tree_k16_permutation_multipath_optimum_is_the_host_rate() -> None:
+    # Full bisection (Al-Fares et al. 2008; Raiciu et al. 2011): 1,024 connections of 64
+    # equal-cost paths each (62,162 routes: pairs within a pod have fewer), computed.
+    sc = pathweave.parse(_fat_tree(16, 'pattern = "permutation"\nalgorithm = "lia"'))
+    t0 = time.perf_counter()
+    rates = multipath_optimum(sc)
+    print(f"multipath optimum, FatTree k = 16 permutation: {time.perf_counter() - t0:.2f} s")
+    assert len(rates) == 1024
+    np.testing.assert_allclose(rates, 100e6, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_fat_tree_k16_water_filling_agrees_with_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The programs alone over all 62,162 routes (one level, about 15 s of CPU).
+    monkeypatch.setattr(datacenter, "_routable", lambda *args: False)
+    sc = pathweave.parse(_fat_tree(16, 'pattern = "permutation"\nalgorithm = "lia"'))
+    t0 = time.perf_counter()
+    rates = multipath_optimum(sc)
+    print(f"water-filling, FatTree k = 16 permutation: {time.perf_counter() - t0:.2f} s")
+    np.testing.assert_allclose(rates, 100e6, rtol=1e-6)
 
 
 def test_fat_tree_permutation_multipath_optimum_is_the_link_rate() -> None:

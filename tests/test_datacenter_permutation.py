@@ -137,6 +137,26 @@ def test_k4_more_subflows_are_fairer_across_hosts(k4: dict[str, Run]) -> None:
     assert k4["lia8"].jain > k4["lia1"].jain
 
 
+def test_the_reproduction_computes_the_k16_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reproduction's references at k = 16 (1,024 connections, 62,162 equal-cost routes):
+    # the multipath optimum computed, the host rate for every host (full bisection).
+    from pathweave.repro.experiments import datacenter_permutation as repro
+
+    calls: list[int] = []
+
+    def counted(scenario: pathweave.Scenario) -> FloatArray:
+        calls.append(len(scenario.flow_names))
+        return multipath_optimum(scenario)
+
+    monkeypatch.setattr(repro, "multipath_optimum", counted)
+    monkeypatch.setattr(repro, "_REFERENCES", {})
+    scenario = pathweave.parse(_fat_tree(16, "lia", 8, "1s"))
+    single, optimum = repro._references(("k16",), scenario)
+    assert calls == [1024]
+    np.testing.assert_allclose(optimum, RATE_BPS, rtol=1e-9)
+    assert single.mean() < 0.6 * RATE_BPS
+
+
 # --- k = 8, 30 s (slow: about 2 minutes) ------------------------------------------------------
 
 

@@ -149,7 +149,7 @@ def test_datacenter_permutation_quick_shows_the_published_shape(tmp_path: Path) 
     assert v["LIA, 8 subflows: at least 0.85 of the host rate, k = 8"] == "match"
     label = "Jain's index across hosts higher for LIA with 8 subflows than for TCP, k = 8 (change)"
     assert v[label] == "match"
-    # The linear programs give every host its link rate (full bisection), and the hash
+    # The multipath optimum gives every host its link rate (full bisection), and the hash
     # collisions hold the single-path allocation well below it.
     alg = "traffic.algorithm"
     assert _mean(summary, "optimum_reference", **{alg: "lia"}) == pytest.approx(1.0, abs=1e-6)
