@@ -8,7 +8,13 @@ bandwidth-delay product, 85 s. Three scenarios with cross traffic (Table/Fig. 4-
 MPTCP sum and each TCP's throughput; two without (Fig. 2, 3) show the cwnd slopes: with equal
 delays the larger link's subflow grows faster, with equal capacities and different delays both
 grow at the same rate (LIA is RTT-compensating). We run LIA with both arithmetics: `spec`
-(RFC 6356, real-valued) and `linux` (the later kernel's fixed point).
+(RFC 6356, real-valued) and `linux` (the later kernel's fixed point), and the simulator both
+with its defaults and with `[tcp] profile = "linux"` (every option it has for doing what the
+Linux stack does: limited transmit, PRR, SACK kept across a timeout, window validation,
+MPTCP's option bytes, send queues and handshakes; docs/scenarios.md). Beside them the report
+gives the real kernel's figures for the same scenarios, measured with pathweave's BPF LIA
+(`pw_lia`) under `pathweave emulate` by `bench/droptail_kernel.py` (docs/kernel.md,
+"Drop-tail links").
 """
 
 from __future__ import annotations
@@ -33,6 +39,11 @@ if TYPE_CHECKING:
 
 SCEN = "scenario"
 ARITH = "flow[0].arithmetic"
+PROFILE = "tcp.profile"
+# The simulator's settings compared: (arithmetic, profile). The linux profile runs with the
+# kernel's arithmetic; the specification's arithmetic stays on the defaults.
+SETTINGS_FULL = (("spec", "default"), ("linux", "default"), ("linux", "linux"))
+SETTINGS_QUICK = (("spec", "default"), ("linux", "linux"))
 # The sweep labels each point with its scenario file's stem.
 CROSS = ("s1", "s2", "s3")
 NOCROSS = ("nocross-s2", "nocross-s3")
@@ -45,6 +56,27 @@ PUBLISHED = {
     CROSS[2]: (3.34, 3.56, 2.87),
 }
 TOLERANCE = 0.20
+
+# The kernel's goodput for S1-S3 (Mbit/s: MPTCP sum, TCP on A, TCP on B), mean of 3 emulated
+# runs of 85 s, each reliable (p99 lateness 0.012-0.026 ms), LIA on `pw_lia`, 1460-byte
+# segments and 40-byte headers (the emulator's 1500-byte packets without TCP timestamps, where
+# these scenarios' 52-byte headers carry 1448): `sudo python bench/droptail_kernel.py`,
+# 2026-12-02, docs/kernel.md. Compared with the linux-profile runs within KERNEL_TOLERANCE,
+# the bound docs/kernel.md sets for the simulator beside the kernel.
+KERNEL = {
+    "s1": (2.42, 3.61, 3.60),
+    "s2": (4.81, 5.95, 3.65),
+    "s3": (3.01, 3.64, 2.92),
+}
+KERNEL_TOLERANCE = 0.15
+# What has been measured about the gap (docs/kernel.md, "Drop-tail links").
+_KERNEL_GAP = (
+    "the kernel's LIA subflow on a drop-tail link takes a larger share of the overflow drops "
+    "than the simulator's (S1, link A after 10 s: 16 against the Reno flow's 13, simulated 3 "
+    "against 11), so the simulator gives LIA more and Reno less; measured not to be the cause: "
+    "window validation (the kernel skipped no increase), delayed ACKs (0.98-0.99 ACKs per "
+    "packet in both), timing noise of 1-10 us; the mechanism is open"
+)
 WARM_UP_S = 10.0  # slopes are read after the first slow start
 
 
@@ -90,11 +122,11 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
     figs: dict[str, Figure] = {}
     fig = new_figure(figsize=(12, 4))
     axes = fig.subplots(1, 3, sharey=False)
-    arithmetics = sorted({str(a) for a in data.runs[ARITH]})
+    settings = SETTINGS_QUICK if data.quick else SETTINGS_FULL
     for ax, scen in zip(axes, CROSS, strict=True):
         labels = ("MPTCP sum", "TCP on A", "TCP on B")
         keys = ("mptcp_mbps", "tcp_a_mbps", "tcp_b_mbps")
-        width = 0.8 / (1 + len(arithmetics))
+        width = 0.8 / (2 + len(settings))
         ax.bar(
             [i - 0.4 + width / 2 for i in range(3)],
             PUBLISHED[scen],
@@ -102,20 +134,32 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
             color="0.6",
             label="published",
         )
-        for j, arith in enumerate(arithmetics):
+        for j, (arith, profile) in enumerate(settings):
             vals = []
             for key in keys:
                 rows = data.metric(key)
-                sel = rows[(rows[SCEN] == scen) & (rows[ARITH] == arith)]
+                sel = rows[
+                    (rows[SCEN] == scen) & (rows[ARITH] == arith) & (rows[PROFILE] == profile)
+                ]
                 vals.append(float(sel["mean"].iloc[0]) if len(sel) else float("nan"))
             ax.bar(
-                [i - 0.4 + (j + 1.5) * width for i in range(3)], vals, width, label=f"LIA {arith}"
+                [i - 0.4 + (j + 1.5) * width for i in range(3)],
+                vals,
+                width,
+                label=f"LIA {arith}, {profile} profile",
             )
+        ax.bar(
+            [i - 0.4 + (len(settings) + 1.5) * width for i in range(3)],
+            KERNEL[scen],
+            width,
+            color="0.2",
+            label="kernel (pw_lia)",
+        )
         ax.set_xticks(range(3), labels)
         ax.set_title(scen.upper(), loc="left")
         ax.set_ylabel("throughput (Mbit/s)")
         ax.legend(fontsize="small")
-    fig.suptitle("LIA with Reno cross traffic: ours beside the paper's (Fig. 4-6)")
+    fig.suptitle("LIA with Reno cross traffic: ours beside the paper's (Fig. 4-6) and the kernel's")
     figs["throughput"] = fig
 
     fig2 = new_figure(figsize=(12, 4))
@@ -124,7 +168,9 @@ def plot(data: ExperimentData) -> dict[str, Figure]:
         runs = [
             r
             for r in data.result.runs
-            if r.params.get(SCEN) == scen and r.params.get(ARITH) == "spec"
+            if r.params.get(SCEN) == scen
+            and r.params.get(ARITH) == "spec"
+            and r.params.get(PROFILE) == "default"
         ]
         if not runs:
             continue
@@ -153,16 +199,26 @@ _DROPTAIL = (
 )
 
 
+_PROFILE_NOTE = {
+    "default": _DROPTAIL,
+    "linux": (
+        "with the linux profile the simulator still gives LIA more and the Reno flows less "
+        "than the paper's Linux stack did: " + _KERNEL_GAP
+    ),
+}
+
+
 def _published() -> list[Published]:
     out: list[Published] = []
-    for arith in ("spec", "linux"):
+    for arith, profile in SETTINGS_FULL:
+        tag = f"LIA {arith}" + (", linux profile" if profile == "linux" else "")
         for scen, (mp, a, b) in PUBLISHED.items():
             label = scen.upper()
-            where = {SCEN: scen, ARITH: arith}
-            for metric, value, what in (
-                ("mptcp_mbps", mp, "MPTCP sum"),
-                ("tcp_a_mbps", a, "TCP on A"),
-                ("tcp_b_mbps", b, "TCP on B"),
+            where = {SCEN: scen, ARITH: arith, PROFILE: profile}
+            for metric, value, kernel, what in (
+                ("mptcp_mbps", mp, KERNEL[scen][0], "MPTCP sum"),
+                ("tcp_a_mbps", a, KERNEL[scen][1], "TCP on A"),
+                ("tcp_b_mbps", b, KERNEL[scen][2], "TCP on B"),
             ):
                 out.append(
                     Published(
@@ -170,17 +226,28 @@ def _published() -> list[Published]:
                         value,
                         Relative(TOLERANCE),
                         where=where,
-                        label=f"{label} {what} (LIA {arith})",
-                        reason=_DROPTAIL,
+                        label=f"{label} {what} ({tag})",
+                        reason=_PROFILE_NOTE[profile],
                     )
                 )
+                if profile == "linux":
+                    out.append(
+                        Published(
+                            metric,
+                            kernel,
+                            Relative(KERNEL_TOLERANCE),
+                            where=where,
+                            label=f"{label} {what}: the kernel's pw_lia, measured ({tag})",
+                            reason=_KERNEL_GAP,
+                        )
+                    )
             out.append(
                 Published(
                     "goal1_ratio",
                     1.0,
                     AtLeast(0.9),
                     where=where,
-                    label=f"{label} goal 1: MPTCP ≥ 0.9 x better TCP (LIA {arith})",
+                    label=f"{label} goal 1: MPTCP ≥ 0.9 x better TCP ({tag})",
                 )
             )
             out.append(
@@ -189,8 +256,8 @@ def _published() -> list[Published]:
                     1.0,
                     Between(0.0, 1.0),
                     where=where,
-                    label=f"{label} goal 2: no subflow above its link's TCP (LIA {arith})",
-                    reason=_DROPTAIL,
+                    label=f"{label} goal 2: no subflow above its link's TCP ({tag})",
+                    reason=_PROFILE_NOTE[profile],
                 )
             )
         out.append(
@@ -198,8 +265,8 @@ def _published() -> list[Published]:
                 "slope_ratio_a_to_b",
                 2.0,
                 AtLeast(1.3),
-                where={SCEN: NOCROSS[0], ARITH: arith},
-                label=f"Fig. 2: the 10 Mbps subflow's cwnd grows faster (LIA {arith})",
+                where={SCEN: NOCROSS[0], ARITH: arith, PROFILE: profile},
+                label=f"Fig. 2: the 10 Mbps subflow's cwnd grows faster ({tag})",
             )
         )
         out.append(
@@ -207,8 +274,8 @@ def _published() -> list[Published]:
                 "slope_ratio_a_to_b",
                 1.0,
                 Between(0.75, 1.33),
-                where={SCEN: NOCROSS[1], ARITH: arith},
-                label=f"Fig. 3: equal slopes despite 50 vs 100 ms (LIA {arith})",
+                where={SCEN: NOCROSS[1], ARITH: arith, PROFILE: profile},
+                label=f"Fig. 3: equal slopes despite 50 vs 100 ms ({tag})",
                 reason=(
                     "the kernel's best-path choice underflows at these RTTs "
                     "(ALGORITHMS.md §1.3): with srtt in µs, w·2^32/srtt² truncates to 0 for "
@@ -228,7 +295,9 @@ EXPERIMENT = Experiment(
     description=(
         "One LIA connection with a subflow on each of two links, each link shared with one Reno "
         "flow; three scenarios with cross traffic and two without. LIA is run with the "
-        "real-valued RFC 6356 arithmetic and with the Linux kernel's fixed point."
+        "real-valued RFC 6356 arithmetic and with the Linux kernel's fixed point, the simulator "
+        'with its defaults and with profile = "linux", beside the real kernel\'s LIA (pw_lia) '
+        "measured on the same scenarios."
     ),
     source=f"{papers.GONZALEZ_USACH_2012}, §4 (Fig. 1-6)",
     setup=(
@@ -239,8 +308,15 @@ EXPERIMENT = Experiment(
         "is the acknowledged payload rate at the sender."
     ),
     scenarios=FILES,
-    sweep=Sweep(grid={ARITH: ["spec", "linux"]}, seeds=1),
-    quick=Sweep(grid={ARITH: ["spec"]}, seeds=1, set={"duration": "40s"}),
+    sweep=Sweep(
+        zipped={ARITH: [a for a, _ in SETTINGS_FULL], PROFILE: [p for _, p in SETTINGS_FULL]},
+        seeds=1,
+    ),
+    quick=Sweep(
+        zipped={ARITH: [a for a, _ in SETTINGS_QUICK], PROFILE: [p for _, p in SETTINGS_QUICK]},
+        seeds=1,
+        set={"duration": "40s"},
+    ),
     metrics=metrics,
     published=_published(),
     plot=plot,
