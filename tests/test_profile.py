@@ -49,6 +49,7 @@ limited_transmit = true
 prr = true
 keep_sack_on_rto = true
 cwnd_validation = true
+rto = "linux"
 mptcp_options = true
 scheduler = "linux"
 handshakes = true

@@ -9,7 +9,7 @@ use super::{
 use crate::datacenter::Fabric;
 use crate::quantity::{clip, SIZE_UNITS};
 use crate::tcp::{Period, Recovery, SchedulerKind, TcpConfig, Traffic};
-use pathweave_cc::rtt::RtoConfig;
+use pathweave_cc::rtt::{RtoConfig, RtoRule};
 use pathweave_cc::{Bandwidth, Bytes, Duration, Instant};
 use std::collections::HashMap;
 use toml::{Table, Value};
@@ -51,6 +51,9 @@ pub struct TcpSettings {
     pub initial_window: u32,
     /// Minimum RTO.
     pub min_rto: Duration,
+    /// How the RTO follows from the RTT estimates, and whether a fast retransmission restarts
+    /// the timer (`rto = "linux"`).
+    pub rto: RtoRule,
     /// Delayed-ACK timeout, if any.
     pub delayed_ack: Option<Duration>,
     /// Loss recovery.
@@ -117,6 +120,7 @@ impl Profile {
         "prr",
         "keep_sack_on_rto",
         "cwnd_validation",
+        "rto",
         "mptcp_options",
         "scheduler",
         "handshakes",
@@ -130,6 +134,7 @@ impl Profile {
         s.prr = if linux { true } else { d.prr };
         s.keep_sack_on_rto = if linux { true } else { d.keep_sack_on_rto };
         s.cwnd_validation = if linux { true } else { d.cwnd_validation };
+        s.rto = if linux { RtoRule::Linux } else { d.rto };
         s.mptcp_options = if linux { true } else { d.mptcp_options };
         s.scheduler = if linux {
             SchedulerKind::Linux
@@ -161,6 +166,7 @@ pub const QUIC_REFUSED_KEYS: &[&str] = &[
     "prr",
     "keep_sack_on_rto",
     "cwnd_validation",
+    "rto",
     "mptcp_options",
     "scheduler",
     "delayed_ack",
@@ -211,6 +217,7 @@ impl TcpSettings {
             initial_window: self.initial_window,
             rto: RtoConfig {
                 min_rto: self.min_rto,
+                rule: self.rto,
                 ..RtoConfig::default()
             },
             delayed_ack: self.delayed_ack,
@@ -240,6 +247,7 @@ impl Default for TcpSettings {
             ack_size: 40,
             initial_window: 2,
             min_rto: Duration::from_millis(200),
+            rto: RtoRule::Rfc6298,
             delayed_ack: None,
             recovery: Recovery::NewReno,
             receive_buffer: None,
@@ -428,6 +436,14 @@ impl Reader<'_> {
         }
         if let Some(v) = t.get("handshakes") {
             s.handshakes = self.boolean(&join(path, "handshakes"), v)?;
+        }
+        if let Some(v) = t.get("rto") {
+            let f = join(path, "rto");
+            s.rto = match self.string(&f, v)? {
+                "rfc6298" => RtoRule::Rfc6298,
+                "linux" => RtoRule::Linux,
+                _ => return Err(self.invalid(&f, v, "allowed: \"rfc6298\", \"linux\"")),
+            };
         }
         if let Some(v) = t.get("cwnd_validation") {
             s.cwnd_validation = self.boolean(&join(path, "cwnd_validation"), v)?;
@@ -1043,6 +1059,7 @@ pub const TCP_KEYS: &[&str] = &[
     "ack_size",
     "initial_window",
     "min_rto",
+    "rto",
     "delayed_ack",
     "recovery",
     "limited_transmit",

@@ -13,7 +13,7 @@ use crate::net::Net;
 use crate::packet::{Packet, PacketKind};
 use pathweave_cc::cc::multipath::{MultipathController, Paths};
 use pathweave_cc::cc::{Ack, Cause, CongestionEvent, PathId, PathView, Rto};
-use pathweave_cc::rtt::RttEstimator;
+use pathweave_cc::rtt::{RtoRule, RttEstimator};
 use pathweave_cc::{Bytes, Duration, Instant};
 use std::collections::VecDeque;
 
@@ -475,6 +475,15 @@ impl Subflow {
         (sent_new, full)
     }
 
+    /// Linux restarts the retransmission timer whenever it retransmits the first
+    /// unacknowledged segment (`tcp_xmit_retransmit_queue`), so a fast retransmission has a
+    /// full RTO to be acknowledged; RFC 6298 restarts it only on ACKs of new data (5.3).
+    fn restart_timer_on_head_retransmission(&mut self, now: Instant) {
+        if self.rtt.rule() == RtoRule::Linux {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+    }
+
     /// RFC 6675 §5: send while `cwnd − pipe ≥ 1 SMSS`, choosing segments by NextSeg().
     /// Returns the new segments sent and whether the window (or PRR's allowance) ran out.
     fn sack_send<S: Source>(
@@ -624,6 +633,7 @@ impl Subflow {
                 // three duplicates.
                 self.inflation = 3 * self.mss();
                 self.transmit(self.snd_una, net);
+                self.restart_timer_on_head_retransmission(now);
             }
             Recovery::Sack => {
                 for s in self.segs.iter_mut() {
@@ -647,6 +657,7 @@ impl Subflow {
                     s.rec_retx = true;
                 }
                 self.transmit(self.snd_una, net);
+                self.restart_timer_on_head_retransmission(now);
                 self.sack_send(net, cc, data, 0);
             }
         }

@@ -11,7 +11,8 @@ grow at the same rate (LIA is RTT-compensating). We run LIA with both arithmetic
 (RFC 6356, real-valued) and `linux` (the later kernel's fixed point), and the simulator both
 with its defaults and with `[tcp] profile = "linux"` (every option it has for doing what the
 Linux stack does: limited transmit, PRR, SACK kept across a timeout, window validation,
-MPTCP's option bytes, send queues and handshakes; docs/scenarios.md). Beside them the report
+Linux's retransmission timer, MPTCP's option bytes, send queues and handshakes;
+docs/scenarios.md). Beside them the report
 gives the real kernel's figures for the same scenarios, measured with pathweave's BPF LIA
 (`pw_lia`) under `pathweave emulate` by `bench/droptail_kernel.py` (docs/kernel.md,
 "Drop-tail links").

@@ -1,8 +1,12 @@
-"""`[tcp] cwnd_validation`: a window grows only while it is in use, as Linux decides it
-(`tcp_cwnd_validate`, `tcp_is_cwnd_limited`; docs/simulator.md). The bounds come from Linux's
-rule, not from the code's output: a flow held to a flight of F segments by its receiver's
-buffer stays in slow start (no loss) and its window stops growing once it reaches twice the
-largest flight, 2F, give or take one ACK's growth (at most `abc_limit` = 2 segments)."""
+"""Two of the linux profile's settings, each against the rule it models (docs/simulator.md).
+
+`cwnd_validation`: a window grows only while it is in use, as Linux decides it
+(`tcp_cwnd_validate`, `tcp_is_cwnd_limited`). The bounds come from Linux's rule, not from the
+code's output: a flow held to a flight of F segments by its receiver's buffer stays in slow
+start (no loss) and its window stops growing once it reaches twice the largest flight, 2F, give
+or take one ACK's growth (at most `abc_limit` = 2 segments).
+
+`rto = "linux"`: the retransmission timer as Linux runs it (below)."""
 
 from __future__ import annotations
 
@@ -89,3 +93,53 @@ def test_a_value_that_is_not_a_boolean_is_refused(value: str) -> None:
 def test_a_quic_flow_refuses_it() -> None:
     with pytest.raises(pathweave.ScenarioError, match="cwnd_validation"):
         _run(flow='transport = "quic"\ncwnd_validation = true')
+
+
+# `rto = "linux"`: Linux's retransmission timer (docs/simulator.md). One flow alone on a path
+# whose round trip (2 x 100 ms plus up to 120 ms of queue) exceeds min_rto, its drop-tail queue
+# overflowing at each sawtooth peak. The duplicate ACKs of a drop come up to one round trip
+# after the last new ACK, and the fast retransmission's ACK one round trip later; under
+# RFC 6298 the timer, restarted by that last new ACK and about SRTT long, can expire first, so
+# some overflows end in a timeout; Linux's timer (SRTT + min_rto, restarted by the fast
+# retransmission) gives the fast retransmission a whole round trip and more.
+SAWTOOTH = """
+name = "rto"
+duration = "60s"
+seed = 1
+
+[tcp]
+recovery = "sack"
+{tcp}
+
+[[link]]
+name = "l"
+rate = "2Mbps"
+delay = "100ms"
+queue = {{ type = "droptail", limit = "20pkt" }}
+
+[[flow]]
+name = "reno"
+path = ["l"]
+"""
+
+
+def _timeouts(tcp: str) -> tuple[int, int]:
+    res = pathweave.run(pathweave.parse(SAWTOOTH.format(tcp=tcp), "rto.toml"))
+    return int(res.flows["timeouts"].iloc[0]), int(res.flows["loss_events"].iloc[0])
+
+
+def test_under_the_rfc_timer_some_overflows_end_in_a_timeout() -> None:
+    timeouts, events = _timeouts("")
+    assert events >= 5
+    assert timeouts >= 2, (timeouts, events)
+
+
+def test_linux_timer_lets_fast_recovery_finish() -> None:
+    timeouts, events = _timeouts('rto = "linux"')
+    assert events >= 5
+    assert timeouts == 0, (timeouts, events)
+
+
+def test_an_unknown_rto_rule_is_refused() -> None:
+    with pytest.raises(pathweave.ScenarioError, match=r'rto.*allowed: "rfc6298", "linux"'):
+        _timeouts('rto = "bsd"')
