@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python test-real test-real-slow lint bench bench-emulate bench-kernel bench-quic slow docs fuzz fuzz-short clean kernel kernel-deps capture-deps
+.PHONY: setup demo test test-rust test-python test-real test-real-again test-real-slow lint bench bench-emulate bench-kernel bench-quic slow docs fuzz fuzz-short clean kernel kernel-deps capture-deps
 
 # crates/pathweave-kernel's BPF controllers need clang, bpftool, libbpf's headers, libelf,
 # zlib and pkg-config at build time and the kernel's BTF. kernel-deps installs the Debian
@@ -101,6 +101,15 @@ test-python: setup
 REALTIME_MAX_LATE ?=
 test-real: setup
 	PATHWEAVE_REALTIME_SUMMARY=target/realtime-summary.json \
+	PATHWEAVE_REALTIME_MAX_LATE=$(REALTIME_MAX_LATE) \
+	$(PYTEST) -m "emulation and not slow" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK)
+
+# The real-time checks the last `make test-real` skipped for lateness, run again and judged with
+# that run's other outcomes (REALTIME_MAX_LATE applies to the two as one): for a host that took
+# the CPU for a spell.
+test-real-again: setup
+	PATHWEAVE_REALTIME_AGAIN=target/realtime-summary.json \
+	PATHWEAVE_REALTIME_SUMMARY=target/realtime-again-summary.json \
 	PATHWEAVE_REALTIME_MAX_LATE=$(REALTIME_MAX_LATE) \
 	$(PYTEST) -m "emulation and not slow" $(PYTEST_ARGS); $(NOTHING_SELECTED_OK)
 

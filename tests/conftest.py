@@ -109,6 +109,10 @@ def run_cli(
 # PATHWEAVE_REALTIME_SUMMARY=FILE also writes the counts and the lines as JSON, and
 # PATHWEAVE_REALTIME_MAX_LATE=0.25 fails the session when more than that share of the checks
 # that ran (passed, failed, known misses or skipped for lateness) were skipped for lateness.
+# PATHWEAVE_REALTIME_AGAIN=FILE (a summary an earlier session wrote) runs again only the checks
+# that session skipped for lateness, and counts and judges the two sessions as one: each check
+# has its newer outcome. A host that takes the CPU for a spell makes every check in the spell
+# late; a later try, after other work, measures the emulator instead of the spell.
 
 # Every lateness skip says that its runs were late and gives their p99 lateness
 # (tests/test_emulate.py, `skip_if_host_busy`).
@@ -117,6 +121,36 @@ LATE_SKIP = re.compile(r"\blate\b.*p99 lateness", re.DOTALL)
 # Each real-time check's outcome: "passed", "late", "skipped", "known miss" or "failed", with
 # its text.
 _realtime: dict[str, tuple[str, str]] = {}
+# The earlier session's outcomes under PATHWEAVE_REALTIME_AGAIN, for the checks not run again.
+_earlier: dict[str, tuple[str, str]] = {}
+_again = False
+
+
+def _again_from() -> dict[str, tuple[str, str]] | None:
+    """The outcomes in the summary PATHWEAVE_REALTIME_AGAIN names, or None when it is unset."""
+    value = os.environ.get("PATHWEAVE_REALTIME_AGAIN")
+    if not value:
+        return None
+    try:
+        outcomes = json.loads(Path(value).read_text())["outcomes"]
+        return {str(k): (str(v[0]), str(v[1])) for k, v in outcomes.items()}
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+        raise pytest.UsageError(
+            f"PATHWEAVE_REALTIME_AGAIN={value!r}: not a real-time summary that "
+            f"PATHWEAVE_REALTIME_SUMMARY wrote ({e})"
+        ) from e
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under PATHWEAVE_REALTIME_AGAIN, deselects every check but those skipped for lateness."""
+    if not _again:
+        return
+    again = {nodeid for nodeid, (kind, _) in _earlier.items() if kind == "late"}
+    keep = [item for item in items if item.nodeid in again]
+    dropped = [item for item in items if item.nodeid not in again]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -143,6 +177,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _realtime.setdefault(report.nodeid, ("passed", ""))
 
 
+def _outcomes() -> dict[str, tuple[str, str]]:
+    """Every check's outcome: this session's, or the earlier one's for a check not run again."""
+    return {**_earlier, **_realtime}
+
+
 def _realtime_by_kind() -> dict[str, list[str]]:
     kinds: dict[str, list[str]] = {
         "passed": [],
@@ -151,7 +190,7 @@ def _realtime_by_kind() -> dict[str, list[str]]:
         "known miss": [],
         "failed": [],
     }
-    for nodeid, (kind, text) in _realtime.items():
+    for nodeid, (kind, text) in _outcomes().items():
         kinds[kind].append(f"{nodeid}: {text}" if text else nodeid)
     return kinds
 
@@ -161,12 +200,15 @@ def realtime_summary() -> tuple[str, float]:
     n = {k: len(v) for k, v in _realtime_by_kind().items()}
     line = f"real-time checks: {n['passed']} passed, {n['late']} skipped for lateness"
     if n["skipped"]:
-        reasons = sorted({text for kind, text in _realtime.values() if kind == "skipped"})
+        reasons = sorted({text for kind, text in _outcomes().values() if kind == "skipped"})
         line += f", {n['skipped']} skipped: {'; '.join(reasons)}"
     if n["known miss"]:
         line += f", {n['known miss']} known misses (xfail)"
     if n["failed"]:
         line += f", {n['failed']} failed"
+    if _again:
+        again = sum(kind == "late" for kind, _ in _earlier.values())
+        line += f" ({again} of them run again after an earlier session skipped them for lateness)"
     ran = n["passed"] + n["late"] + n["known miss"] + n["failed"]
     return line, (n["late"] / ran if ran else 0.0)
 
@@ -188,10 +230,15 @@ def _max_late_share() -> float | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     _max_late_share()  # a bad limit is refused before any test runs
+    global _again
+    earlier = _again_from()
+    _again = earlier is not None
+    _earlier.clear()
+    _earlier.update(earlier or {})
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not _realtime:
+    if not _outcomes():
         return
     tr = terminalreporter
     tr.section("real-time checks")
@@ -211,14 +258,25 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(
-            json.dumps({**kinds, "summary": line, "late_share": late_share}, indent=1) + "\n"
+            json.dumps(
+                {
+                    **kinds,
+                    "summary": line,
+                    "late_share": late_share,
+                    "outcomes": {k: list(v) for k, v in sorted(_outcomes().items())},
+                },
+                indent=1,
+            )
+            + "\n"
         )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fails a session whose real-time checks were skipped for lateness beyond the limit."""
-    limit = _max_late_share()
-    if limit is None or exitstatus != 0:
+    """Fails a session whose real-time checks were skipped for lateness beyond the limit, or,
+    under PATHWEAVE_REALTIME_AGAIN, one whose earlier session had a failure."""
+    if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         return
-    if realtime_summary()[1] > limit:
+    limit = _max_late_share()
+    failed_before = _again and any(kind == "failed" for kind, _ in _earlier.values())
+    if failed_before or (limit is not None and realtime_summary()[1] > limit):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
