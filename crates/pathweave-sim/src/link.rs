@@ -300,8 +300,9 @@ impl Ring {
 }
 
 /// The serialisation time of the packet size seen last, at the current rate, in ns, kept in
-/// the record; the cold part keeps the size before it ([`Cold::tx2`]). Times of 2^32 ns
-/// (4.3 s) or more, and the "never" of a link that is down, are not cached.
+/// the record's first two lines; its third line keeps the size before it
+/// ([`LinkDir::tx2`]). Times of 2^32 ns (4.3 s) or more, and the "never" of a link that is
+/// down, are not cached.
 #[derive(Clone, Copy, Debug)]
 struct TxCache {
     size: u32,
@@ -382,7 +383,7 @@ mod layout {
     use std::mem::{align_of, offset_of, size_of};
 
     /// The per-packet fields fill the first two cache lines of an aligned link direction,
-    /// the drop counters the third.
+    /// the drop counters and the serialisation cache's second entry the third.
     #[test]
     fn link_direction_fields_sit_in_their_cache_lines() {
         assert_eq!(align_of::<LinkDir>(), 64);
@@ -400,7 +401,8 @@ mod layout {
         assert_eq!(line(offset_of!(LinkDir, admit)), 1);
         assert_eq!(line(offset_of!(LinkDir, fifo_check)), 1);
         assert_eq!(offset_of!(LinkDir, counts), 128);
-        assert_eq!(size_of::<Counts>(), 64);
+        assert_eq!(offset_of!(LinkDir, tx2), 128 + size_of::<Counts>());
+        assert_eq!(line(offset_of!(LinkDir, tx2) + 7), 2);
     }
 
     /// A held packet takes half a cache line.
@@ -425,9 +427,10 @@ enum Admit {
 /// sit with the per-packet fields ([`LinkDir::accepted`]). [`LinkDir::stats`] derives the
 /// others (arrivals are the accepted plus the dropped packets, deliveries the accepted minus
 /// those lost on the wire and those still held). A cache line of its own, the last of a link
-/// direction: a drop-tail link that drops nothing never touches it.
+/// direction (with [`LinkDir::tx2`]): a drop-tail link that drops nothing never touches it
+/// for them.
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(64))]
+#[repr(C)]
 struct Counts {
     drops_overflow: u64,
     drops_wire: u64,
@@ -477,8 +480,6 @@ struct Cold {
     /// Whether the link was down at the last re-plan (its horizon is then not the end of a
     /// transmission).
     down_planned: bool,
-    /// The serialisation cache's second entry: the size seen before the one in the record.
-    tx2: TxCache,
     /// The schedule of a link whose capacity comes from a trace.
     trace: Option<Box<TraceSchedule>>,
 }
@@ -521,6 +522,11 @@ pub struct LinkDir {
     /// against the last one's.
     fifo_check: bool,
     counts: Counts,
+    /// The serialisation cache's second entry: the size seen before the one in `tx`. In the
+    /// record's last line, beside the counters, not in the cold part: a link direction that
+    /// carries data one way and the ACKs of other flows the same way alternates between two
+    /// sizes, and each switch would otherwise read the cold part from beyond the cache.
+    tx2: TxCache,
 }
 
 impl LinkDir {
@@ -547,6 +553,7 @@ impl LinkDir {
             admit,
             accepted: Accepted::default(),
             counts: Counts::default(),
+            tx2: TxCache::EMPTY,
             cold: Box::new(Cold {
                 held_end: Instant::ZERO,
                 down_planned: false,
@@ -556,7 +563,6 @@ impl LinkDir {
                 loss: spec.loss,
                 channel_bad: false,
                 rng,
-                tx2: TxCache::EMPTY,
                 trace: spec
                     .trace
                     .as_ref()
@@ -842,23 +848,25 @@ impl LinkDir {
         }
     }
 
-    /// [`LinkDir::tx_time`] for a size other than the last: the cold part's entry, or the
-    /// division. The size moves to the record's entry, the one it replaces to the cold part.
+    /// [`LinkDir::tx_time`] for a size other than the last: the second entry, or the
+    /// division. The size moves to the record's entry, the one it replaces to the second.
     #[cold]
     #[inline(never)]
     fn tx_miss(&mut self, size: u32) -> u64 {
-        let c = &mut *self.cold;
+        // A link planned from a trace never fills the entries, so a hit here needs no look
+        // at the cold part.
+        if size == self.tx2.size {
+            std::mem::swap(&mut self.tx, &mut self.tx2);
+            return self.tx.ns as u64;
+        }
+        let c = &*self.cold;
         if c.trace.is_some() {
             // Planned from the trace, never from a serialisation time (see `plan_cold`).
             return u64::MAX;
         }
-        let ns = if size == c.tx2.size {
-            c.tx2.ns as u64
-        } else {
-            TxCache::compute(c.rate, size, self.up)
-        };
+        let ns = TxCache::compute(c.rate, size, self.up);
         if ns < u32::MAX as u64 {
-            c.tx2 = self.tx;
+            self.tx2 = self.tx;
             self.tx = TxCache {
                 size,
                 ns: ns as u32,
@@ -871,7 +879,7 @@ impl LinkDir {
     /// came back).
     fn clear_tx(&mut self) {
         self.tx = TxCache::EMPTY;
-        self.cold.tx2 = TxCache::EMPTY;
+        self.tx2 = TxCache::EMPTY;
     }
 
     /// Transmission start, end and arrival at the next hop for a packet queued at `queued`
