@@ -283,6 +283,18 @@ impl Ring {
         }
         s
     }
+    /// The address of entry `i`, if it is held and not the inline front, for a prefetch
+    /// hint.
+    #[inline(always)]
+    fn rest_addr(&self, i: usize) -> Option<*const u8> {
+        (i >= 1 && i < self.len()).then(|| {
+            let m = self.rest.len().wrapping_sub(1);
+            self.rest
+                .as_ptr()
+                .wrapping_add((self.head as usize + i - 1) & m)
+                .cast::<u8>()
+        })
+    }
     /// The address of entry 1, if held, for a prefetch hint.
     #[inline(always)]
     fn second_addr(&self) -> Option<*const u8> {
@@ -1084,6 +1096,13 @@ impl LinkDir {
     #[inline(always)]
     pub(crate) fn second_slot(&self) -> Option<*const u8> {
         self.ring.second_addr()
+    }
+
+    /// The address of the first packet not yet counted as started, which the next packet
+    /// offered reads first, if it is held behind the inline front, for a prefetch hint.
+    #[inline(always)]
+    pub(crate) fn waiting_slot(&self) -> Option<*const u8> {
+        self.ring.rest_addr(self.started as usize)
     }
 
     /// The head packet's eight bytes and tag, if any packet is held, for a prefetch hint.

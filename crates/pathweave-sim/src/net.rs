@@ -441,6 +441,16 @@ impl Net {
         }
     }
 
+    /// The address of the hop table's entry that [`Net::after`] reads for `hop`, for a
+    /// prefetch hint (never dereferenced here, so it may point past the table).
+    #[inline(always)]
+    pub(crate) fn after_addr(&self, hop: u32) -> *const u8 {
+        self.hops
+            .as_ptr()
+            .wrapping_add((hop & !Self::POOLED) as usize + 1)
+            .cast::<u8>()
+    }
+
     /// Where a packet at hop position `hop` goes when it leaves that hop's link direction (a
     /// prefetch hint's lookup).
     #[inline(always)]
