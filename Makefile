@@ -97,7 +97,8 @@ test-python: setup
 # build) skips with the reason; a run late in all its tries skips as a measurement of a busy
 # machine. The session ends with each lateness skip and the line `real-time checks: N passed,
 # M skipped for lateness`, also written to target/realtime-summary.json.
-# REALTIME_MAX_LATE=0.25 fails the run when more than that share was skipped for lateness.
+# REALTIME_MAX_LATE=0.25 fails the run when more than that share was skipped for lateness
+# while the host left the CPU alone (tests/conftest.py, QUIET_HOST).
 REALTIME_MAX_LATE ?=
 test-real: setup
 	PATHWEAVE_REALTIME_SUMMARY=target/realtime-summary.json \

@@ -30,6 +30,7 @@ import pytest
 import tomli_w
 
 import pathweave
+from conftest import steal_s
 from pathweave import _core
 from pathweave.emulate import EmulatedResult, check, emulate, leftovers
 from pathweave.replicas import replicate
@@ -557,22 +558,12 @@ BUSY_STREAK_LIMIT = 2
 _busy_streak = 0
 
 
-def _steal_s() -> float:
-    """CPU time the hypervisor gave to others while this VM wanted it (``steal`` in
-    /proc/stat, all CPUs), in seconds; 0 where the kernel does not report it."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def _with_host_share(call: Any) -> tuple[Any, float, float]:
     """``call()``'s result, the CPU seconds the host took from this machine meanwhile (see
-    ``_steal_s``) and their share of the call's wall time."""
-    steal, t0 = _steal_s(), time.monotonic()
+    ``conftest.steal_s``) and their share of the call's wall time."""
+    steal, t0 = steal_s(), time.monotonic()
     value = call()
-    stolen = _steal_s() - steal
+    stolen = steal_s() - steal
     return value, stolen, stolen / max(time.monotonic() - t0, 1e-9)
 
 

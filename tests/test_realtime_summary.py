@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,19 +32,35 @@ def test_check(name):
 """
 
 
+# The stand-in session's host share (conftest.session_host_share) comes from the test, not
+# from this machine's steal counter, which a busy host moves.
+HOST_SHARE = """
+
+def session_host_share():
+    return float(os.environ["STAND_IN_HOST_SHARE"])
+"""
+
+
 @pytest.fixture
 def stand_in(tmp_path: Path) -> Path:
-    shutil.copy(Path(__file__).parent / "conftest.py", tmp_path / "conftest.py")
+    conftest = (Path(__file__).parent / "conftest.py").read_text()
+    (tmp_path / "conftest.py").write_text(conftest + HOST_SHARE)
     (tmp_path / "test_stand_in.py").write_text(STAND_IN)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    emulation: stand-in\n")
     return tmp_path
 
 
 def session(
-    where: Path, summary: str, late: str = "", fail: str = "", again: str | None = None
+    where: Path,
+    summary: str,
+    late: str = "",
+    fail: str = "",
+    again: str | None = None,
+    host_share: float = 0.002,
 ) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
+        "STAND_IN_HOST_SHARE": str(host_share),
         "STAND_IN_LATE": late,
         "STAND_IN_FAIL": fail,
         "PATHWEAVE_REALTIME_SUMMARY": str(where / summary),
@@ -110,3 +125,22 @@ def test_a_summary_that_is_not_one_is_refused(stand_in: Path) -> None:
     assert bad.returncode == pytest.ExitCode.USAGE_ERROR
     assert "PATHWEAVE_REALTIME_AGAIN=" in bad.stderr
     assert "not a real-time summary" in bad.stderr
+
+
+def test_the_late_share_is_judged_only_when_the_host_was_quiet(stand_in: Path) -> None:
+    # Half late while the host took 5 % of the CPU through the session: reported, not judged.
+    busy = session(stand_in, "busy.json", late="a,b", host_share=0.05)
+    assert busy.returncode == 0, busy.stdout
+    assert "the host took 5.0% of this machine's CPU meanwhile" in busy.stdout
+    assert "measures the host and is not judged" in busy.stdout
+    summary = json.loads((stand_in / "busy.json").read_text())
+    assert (summary["late_share"], summary["host_share"]) == (0.5, 0.05)
+    assert summary["late_share_failed"] is False
+    # The same just under the quiet-host bound (conftest.QUIET_HOST, 1 %): judged, fails.
+    quiet = session(stand_in, "quiet.json", late="a,b", host_share=0.0099)
+    assert quiet.returncode == 1, quiet.stdout
+    assert "while the host left the CPU alone" in quiet.stdout
+    assert json.loads((stand_in / "quiet.json").read_text())["late_share_failed"] is True
+    # A failed check fails the session whatever the host did.
+    failed = session(stand_in, "failed.json", late="a,b", fail="c", host_share=0.05)
+    assert failed.returncode == 1, failed.stdout
