@@ -52,6 +52,7 @@ cwnd_validation = true
 rto = "linux"
 mptcp_options = true
 scheduler = "linux"
+push_fragments = true
 handshakes = true
 """
 
@@ -72,24 +73,37 @@ def test_the_linux_profile_is_its_keys_and_the_linux_arithmetic() -> None:
 
 def test_a_key_written_beside_the_profile_wins() -> None:
     mixed = _flows(tcp='profile = "linux"\nscheduler = "minrtt"')
+    # push_fragments is the linux scheduler's: from the profile, beside another scheduler, it
+    # does nothing; written there it would be refused (below).
     written = _flows(
-        tcp=LINUX_KEYS.replace('scheduler = "linux"', 'scheduler = "minrtt"'),
+        tcp=LINUX_KEYS.replace('scheduler = "linux"', 'scheduler = "minrtt"').replace(
+            "push_fragments = true", ""
+        ),
         flow='arithmetic = "linux"',
     )
     pd.testing.assert_frame_equal(mixed, written)
+    off = _flows(tcp='profile = "linux"\npush_fragments = false')
+    pd.testing.assert_frame_equal(
+        off,
+        _flows(
+            tcp=LINUX_KEYS.replace("push_fragments = true", "push_fragments = false"),
+            flow='arithmetic = "linux"',
+        ),
+    )
 
 
 def test_a_flows_own_arithmetic_and_profile_win_over_tcps() -> None:
     spec = _flows(tcp='profile = "linux"', flow='arithmetic = "spec"')
     pd.testing.assert_frame_equal(spec, _flows(tcp=LINUX_KEYS))
-    # A flow's profile = "default" puts its six keys back; the other flow keeps [tcp]'s.
+    # A flow's profile = "default" puts its keys back; the other flow keeps [tcp]'s.
     back = _flows(tcp='profile = "linux"', flow='profile = "default"')
     pd.testing.assert_frame_equal(
         back,
         _flows(
             tcp=LINUX_KEYS,
             flow="limited_transmit = false\nprr = false\nkeep_sack_on_rto = false\n"
-            'mptcp_options = false\nscheduler = "minrtt"\nhandshakes = false',
+            'mptcp_options = false\nscheduler = "minrtt"\npush_fragments = false\n'
+            "handshakes = false",
         ),
     )
 
@@ -169,3 +183,86 @@ def test_the_profile_without_sack_recovery_runs_its_other_keys() -> None:
     assert not profiled.equals(flows(""))
     with pytest.raises(pathweave.ScenarioError, match='prr = true needs recovery = "sack"'):
         pathweave.parse(text.format(tcp="prr = true", flow="", algorithm="lia"), "p.toml")
+
+
+def test_push_fragments_written_beside_another_scheduler_is_one_line_and_exit_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = BASE.format(tcp='scheduler = "minrtt"\npush_fragments = true', flow="", algorithm="lia")
+    proc = run_cli("validate", write_scenario(tmp_path, text))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "tcp.push_fragments" in lines[0], lines[0]
+    assert 'scheduler = "linux"' in lines[0], lines[0]
+
+
+# Linux MPTCP pushes a subflow whole page fragments of 32,728 bytes (a 32 kB page less the
+# fragment's 40-byte header), and the subflow cuts them into segments of its MSS: a push of two
+# whole fragments from a fragment's start (a burst is 65,428 bytes) ends with a segment of
+# 2 x 32,728 mod MSS bytes. With the 1,436-byte payload of a 1500-byte MPTCP packet (40 bytes
+# of headers, 24 of DSS option) that is 836 bytes, the tail the kernel's captures show
+# (docs/kernel.md, "Drop-tail links").
+FRAGMENTS = """
+name = "fragments"
+duration = "20s"
+
+[tcp]
+profile = "linux"
+recovery = "sack"
+mss = "1460B"
+header = "40B"
+ack_size = "40B"
+{tcp}
+
+[capture]
+links = ["A", "B"]
+events = true
+
+[[link]]
+name = "A"
+rate = "10Mbps"
+delay = "50ms"
+queue = {{ type = "droptail", limit = "83pkt" }}
+
+[[link]]
+name = "B"
+rate = "5Mbps"
+delay = "50ms"
+queue = {{ type = "droptail", limit = "42pkt" }}
+
+[[flow]]
+name = "mptcp"
+algorithm = "lia"
+subflows = [ {{ path = ["A"] }}, {{ path = ["B"] }} ]
+
+[[flow]]
+name = "tcpA"
+algorithm = "reno"
+path = ["A"]
+"""
+
+
+def _data_payloads(tmp_path, tcp: str) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    out = tmp_path / tcp.replace(" ", "").replace("=", "-")
+    pathweave.run(pathweave.parse(FRAGMENTS.format(tcp=tcp), "fragments.toml"), pcap=out)
+    log = pd.read_parquet(out / "packets.parquet")
+    data = log[(log.event == "dequeue") & (log.direction == "forward")]
+    return data.assign(payload=data.bytes - 40 - (data.flow == 0) * 24)
+
+
+def test_pushes_of_page_fragments_end_in_the_kernels_short_segments(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    mss = 1460 - 24
+    data = _data_payloads(tmp_path, "")
+    mp, reno = data[data.flow == 0], data[data.flow == 1]
+    assert mp.payload.max() == mss
+    assert (reno.payload == 1460).all()
+    short = mp[mp.payload < mss]
+    assert 0.002 < len(short) / len(mp) < 0.1, len(short) / len(mp)
+    # Every push starts at a fragment's start (the receive window, the only stop inside a
+    # fragment, is unlimited here) and ends at the end of its n-th fragment: its last segment
+    # holds n x 32,728 mod MSS bytes, 8 of the 359 multiples of 4 below the MSS for n <= 8.
+    tails = {(n * 32_728) % mss for n in range(1, 9)}
+    assert set(short.payload) <= tails, short.payload.value_counts()
+    assert 836 in set(short.payload)
+    # Whole segments without it.
+    whole = _data_payloads(tmp_path, "push_fragments = false")
+    assert (whole[whole.flow == 0].payload == mss).all()

@@ -190,6 +190,12 @@ pub struct TcpConfig {
     pub receive_buffer: Option<u32>,
     /// Multipath scheduler.
     pub scheduler: SchedulerKind,
+    /// Under [`SchedulerKind::Linux`], data is pushed to a subflow in whole page fragments of
+    /// the application's writes ([`MPTCP_FRAG_BYTES`]), as Linux MPTCP does, and the subflow
+    /// cuts a push into full segments and one shorter last segment (see [`LinuxSend`]).
+    /// Without, every segment carries `mss` payload bytes (the last of a sized transfer
+    /// excepted).
+    pub push_fragments: bool,
 }
 
 /// A period of an on/off source.
@@ -338,6 +344,8 @@ impl Source for DataSource {
 struct Assigned<'a> {
     queue: &'a mut VecDeque<u64>,
     data: &'a DataSource,
+    /// The segments' lengths under [`TcpConfig::push_fragments`].
+    bytes: Option<&'a ByteMap>,
 }
 
 impl Source for Assigned<'_> {
@@ -346,7 +354,10 @@ impl Source for Assigned<'_> {
     }
 
     fn payload(&self, dsn: u64) -> u32 {
-        self.data.payload(dsn)
+        match self.bytes {
+            Some(m) => m.payload(dsn, self.data.mss),
+            None => self.data.payload(dsn),
+        }
     }
 
     fn pending(&self) -> bool {
@@ -404,7 +415,81 @@ pub(crate) struct LinuxSend {
     stale_count: Vec<u32>,
     /// Per subflow: passed by the scheduler until its next ACK.
     stale: Vec<bool>,
+    /// The segments' lengths, under [`TcpConfig::push_fragments`].
+    bytes: Option<ByteMap>,
 }
+
+/// Where each data segment starts in the connection's byte stream, under
+/// [`TcpConfig::push_fragments`], where segments are not all `mss` long: the starts of the
+/// DSNs from the data ACK on (older ones are dropped as the data ACK passes them).
+pub(crate) struct ByteMap {
+    /// The first DSN whose start is kept.
+    base: u64,
+    /// The start byte of each DSN from `base` to the last one made.
+    starts: VecDeque<u64>,
+    /// The end of the last DSN made: where the next one starts.
+    end: u64,
+    /// A sized transfer's length in bytes.
+    total: Option<u64>,
+}
+
+impl ByteMap {
+    fn new(total: Option<u64>) -> Self {
+        ByteMap {
+            base: 0,
+            starts: VecDeque::new(),
+            end: 0,
+            total,
+        }
+    }
+
+    /// The start of DSN `d`, if kept (the end of the last DSN for the next one).
+    fn start(&self, d: u64) -> Option<u64> {
+        let k = usize::try_from(d.checked_sub(self.base)?).ok()?;
+        match k.cmp(&self.starts.len()) {
+            std::cmp::Ordering::Less => Some(self.starts[k]),
+            std::cmp::Ordering::Equal => Some(self.end),
+            std::cmp::Ordering::Greater => None,
+        }
+    }
+
+    /// The payload of DSN `d`. A DSN below the data ACK, whose start is no longer kept, is
+    /// taken as a full segment: only a subflow that still held it in its queue sends it.
+    fn payload(&self, d: u64, mss: u32) -> u32 {
+        match (self.start(d), self.start(d + 1)) {
+            (Some(a), Some(b)) => (b - a) as u32,
+            _ => mss,
+        }
+    }
+
+    /// Payload bytes of DSNs `from..to`.
+    fn between(&self, from: u64, to: u64, mss: u32) -> u64 {
+        match (self.start(from), self.start(to)) {
+            (Some(a), Some(b)) => b - a,
+            _ => (to - from) * mss as u64,
+        }
+    }
+
+    /// A new DSN `d` of `len` bytes at the end.
+    fn push(&mut self, d: u64, len: u64) {
+        debug_assert_eq!(d, self.base + self.starts.len() as u64);
+        self.starts.push_back(self.end);
+        self.end += len;
+    }
+
+    /// Forget the starts of the DSNs below `una`.
+    fn trim(&mut self, una: u64) {
+        while self.base < una && !self.starts.is_empty() {
+            self.starts.pop_front();
+            self.base += 1;
+        }
+    }
+}
+
+/// One data fragment of an application's writes: a 32,768-byte page fragment less the
+/// fragment's own header (`struct mptcp_data_frag`, net/mptcp/protocol.h). The kernel's DSS
+/// mappings on the emulated drop-tail paths end at multiples of it (docs/kernel.md).
+pub(crate) const MPTCP_FRAG_BYTES: u64 = 32_728;
 
 /// `MPTCP_SEND_BURST_SIZE`, net/mptcp/protocol.c.
 const MPTCP_SEND_BURST_BYTES: u64 = 65_428;
@@ -421,7 +506,7 @@ const TCP_RTO_MIN: Duration = Duration::from_millis(200);
 const STALE_LOSS_CNT: u32 = 4;
 
 impl LinuxSend {
-    fn new(cfg: &TcpConfig, subflows: usize) -> Self {
+    fn new(cfg: &TcpConfig, subflows: usize, transfer: Option<u64>) -> Self {
         // The kernel's MSS: the MTU less 40 bytes of IPv4 and TCP headers (no timestamps on
         // the emulated stacks).
         let mss = (cfg.mss + cfg.header).saturating_sub(40).max(cfg.mss) as u64;
@@ -436,6 +521,7 @@ impl LinuxSend {
             heard: vec![false; subflows],
             stale_count: vec![0; subflows],
             stale: vec![false; subflows],
+            bytes: cfg.push_fragments.then(|| ByteMap::new(transfer)),
         }
     }
 }
@@ -515,16 +601,87 @@ fn push_linux(st: &mut LinuxSend, subs: &[Subflow], cc: &Control, data: &mut Dat
         let pace = linux_pacing_rate(&subs[i], i, cc, mss);
         st.avg_pace[i] =
             (st.avg_pace[i] * wmem as f64 + pace * burst as f64) / (burst + wmem) as f64;
-        let mut pushed = 0;
-        while pushed < burst && queued(st, i) < st.sndbuf[i] && !buffer_full(data) {
-            let Some(d) = data.take() else { break };
-            st.queues[i].push_back(d);
-            pushed += data.payload(d) as u64;
-        }
+        let pushed = if st.bytes.is_some() && data.reinject.is_empty() {
+            push_fragments(st, i, burst, sndbuf_total, subs, data)
+        } else {
+            let mut pushed = 0;
+            while pushed < burst && queued(st, i) < st.sndbuf[i] && !buffer_full(data) {
+                let Some(d) = data.take() else { break };
+                st.queues[i].push_back(d);
+                pushed += match &st.bytes {
+                    Some(m) => m.payload(d, data.mss),
+                    None => data.payload(d),
+                } as u64;
+            }
+            pushed
+        };
         if pushed == 0 {
             return;
         }
     }
+}
+
+/// Push new data to subflow `i` as `__subflow_push_pending` does (net/mptcp/protocol.c,
+/// kernel 6.x), under [`TcpConfig::push_fragments`]: the rest of the current data fragment
+/// ([`MPTCP_FRAG_BYTES`]), then whole fragments, until the burst is spent, the subflow's send
+/// buffer is full or the application has written nothing more, each checked only between
+/// fragments; only the receive window stops a push inside a fragment. The subflow cuts what
+/// it is given into segments of `mss` (its socket buffers hold a multiple of `mss`,
+/// `tcp_xmit_size_goal`), so a push that does not end on a multiple of `mss` ends with a
+/// short segment; a later push to the same subflow, while that segment waits in its queue
+/// and nothing was pushed elsewhere in between, fills it first (`mptcp_skb_can_collapse_to`).
+/// Returns the bytes pushed.
+fn push_fragments(
+    st: &mut LinuxSend,
+    i: usize,
+    burst: u64,
+    sndbuf_total: u64,
+    subs: &[Subflow],
+    data: &mut DataSource,
+) -> u64 {
+    let mss = data.mss as u64;
+    let Some(m) = st.bytes.as_mut() else {
+        return 0;
+    };
+    let queue = &mut st.queues[i];
+    let mut pushed = 0u64;
+    'fragments: loop {
+        let mut frag_end = (m.end / MPTCP_FRAG_BYTES + 1) * MPTCP_FRAG_BYTES;
+        if let Some(t) = m.total {
+            frag_end = frag_end.min(t);
+        }
+        while m.end < frag_end {
+            // The subflow's unsent last segment, if it is the stream's last, grows first.
+            let tail = data
+                .next
+                .checked_sub(1)
+                .filter(|&d| queue.back() == Some(&d));
+            if let Some(d) = tail.filter(|&d| (m.payload(d, data.mss) as u64) < mss) {
+                let add = (mss - m.payload(d, data.mss) as u64).min(frag_end - m.end);
+                m.end += add;
+                pushed += add;
+                continue;
+            }
+            let Some(d) = data.take() else {
+                break 'fragments;
+            };
+            let len = mss.min(frag_end - m.end);
+            m.push(d, len);
+            queue.push_back(d);
+            pushed += len;
+        }
+        if m.total.is_some_and(|t| m.end >= t) {
+            // The transfer's last byte is pushed: it ends at this DSN.
+            data.total = Some(data.next);
+            break;
+        }
+        let queued = (subs[i].outstanding() + queue.len() as u64) * mss;
+        let written = data.next.saturating_sub(data.data_una) * mss;
+        if pushed >= burst || queued >= st.sndbuf[i] || written >= sndbuf_total {
+            break;
+        }
+    }
+    pushed
 }
 
 /// Connection-level counters.
@@ -618,7 +775,15 @@ impl TcpSender {
         rng: Stream,
     ) -> Self {
         let traffic = app.traffic;
+        let transfer = match traffic {
+            Traffic::Transfer(bytes) => Some(bytes),
+            _ => None,
+        };
+        // Under push_fragments a sized transfer's segments are known as it is pushed: its
+        // last DSN is set when its last byte is (see `push_fragments`).
+        let fragments = cfg.push_fragments && cfg.scheduler == SchedulerKind::Linux;
         let (total, last_payload) = match traffic {
+            Traffic::Transfer(_) if fragments => (None, cfg.mss),
             Traffic::Transfer(bytes) => {
                 let mss = cfg.mss as u64;
                 let n = bytes.div_ceil(mss).max(1);
@@ -668,7 +833,7 @@ impl TcpSender {
             traffic,
             rng,
             linux: (cfg.scheduler == SchedulerKind::Linux)
-                .then(|| Box::new(LinuxSend::new(&cfg, plans.len()))),
+                .then(|| Box::new(LinuxSend::new(&cfg, plans.len(), transfer))),
         }
     }
 
@@ -795,6 +960,7 @@ impl TcpSender {
             let mut src = Assigned {
                 queue: &mut st.queues[i],
                 data: &self.data,
+                bytes: st.bytes.as_ref(),
             };
             s.send(net, &mut self.cc, &mut self.views, &mut src, usize::MAX);
         }
@@ -897,7 +1063,15 @@ impl TcpSender {
         // Data level: the cumulative data ACK and the receive window.
         let data_ack = p.data_ack();
         if data_ack > self.data.data_una {
-            let bytes = self.data.payload_between(self.data.data_una, data_ack);
+            let map = self.linux.as_deref_mut().and_then(|st| st.bytes.as_mut());
+            let bytes = match map {
+                Some(m) => {
+                    let b = m.between(self.data.data_una, data_ack, self.data.mss);
+                    m.trim(data_ack);
+                    b
+                }
+                None => self.data.payload_between(self.data.data_una, data_ack),
+            };
             self.stats.bytes_acked += bytes;
             self.data.data_una = data_ack;
         }

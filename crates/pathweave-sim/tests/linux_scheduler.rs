@@ -104,8 +104,43 @@ fn an_unknown_scheduler_names_the_allowed_ones() {
     assert!(err.contains("\"linux\""), "{err}");
 }
 
+/// `push_fragments` belongs to Linux MPTCP's sending side: written beside another scheduler it
+/// is refused, naming what it needs.
+#[test]
+fn push_fragments_needs_the_linux_scheduler() {
+    let text = two_paths("minrtt", "", "", 0.0, 50).replace(
+        "recovery = \"sack\"",
+        "recovery = \"sack\"\npush_fragments = true",
+    );
+    let err = pathweave_sim::Scenario::parse(&text, "<test>", "test")
+        .expect_err("refused")
+        .to_string();
+    assert!(err.contains("tcp.push_fragments"), "{err}");
+    assert!(err.contains("scheduler = \"linux\""), "{err}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Pushed in page fragments, with short segments where pushes end, a sized transfer still
+    /// arrives exactly once, byte for byte, and completes; the same seed gives the same run.
+    #[test]
+    fn a_transfer_pushed_in_fragments_arrives_exactly_once(
+        loss in 0.0f64..0.03,
+        buffer in 5u32..80,
+        size in 1u32..3_000_000,
+        seed in 1u64..1000,
+    ) {
+        let traffic = format!("traffic = {{ type = \"transfer\", size = \"{size}B\" }}");
+        let text = two_paths("linux", "", &traffic, loss, buffer)
+            .replace("recovery = \"sack\"", "recovery = \"sack\"\npush_fragments = true");
+        let sc = scenario(&text);
+        let a = run(&sc, Some(seed));
+        prop_assert_eq!(a.flows.delivered_bytes[0], u64::from(size));
+        prop_assert!(a.flows.completion_s[0].is_finite());
+        let b = run(&sc, Some(seed));
+        prop_assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows));
+    }
 
     /// Whatever the scheduler, a two-subflow transfer over lossy paths arrives exactly once and
     /// completes, and the same seed gives the same run.

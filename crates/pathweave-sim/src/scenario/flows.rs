@@ -71,6 +71,10 @@ pub struct TcpSettings {
     /// Congestion-window validation as Linux does it: a window grows only on ACKs that find
     /// it in use (`tcp_is_cwnd_limited`).
     pub cwnd_validation: bool,
+    /// Under `scheduler = "linux"`, whether data is pushed to a subflow as Linux MPTCP pushes
+    /// it, in whole page fragments of the application's writes, so that the last segment of a
+    /// push is short (`push_fragments`; [`crate::tcp::TcpConfig::push_fragments`]).
+    pub push_fragments: bool,
     /// Whether an MPTCP connection's segments carry MPTCP's data-sequence option inside the
     /// segment size ([`MPTCP_DSS_DATA_BYTES`], [`MPTCP_DSS_ACK_BYTES`]). Set on a flow it
     /// says what was asked; a flow that runs as MPTCP ([`FlowSpec::runs_as_mptcp`]) then
@@ -104,9 +108,9 @@ pub enum Profile {
     /// What the Linux kernel does, as far as the simulator models it: limited transmit
     /// (RFC 3042), proportional rate reduction (RFC 6937) and SACK kept across a timeout in
     /// SACK recovery, window growth only while the window is in use (congestion-window
-    /// validation), MPTCP's DSS option inside the segment, Linux MPTCP's scheduler, the
-    /// handshakes before a subflow's first data, and `arithmetic = "linux"` for the coupled
-    /// controllers that have it.
+    /// validation), MPTCP's DSS option inside the segment, Linux MPTCP's scheduler and its
+    /// pushes of whole page fragments, the handshakes before a subflow's first data, and
+    /// `arithmetic = "linux"` for the coupled controllers that have it.
     Linux,
 }
 
@@ -123,6 +127,7 @@ impl Profile {
         "rto",
         "mptcp_options",
         "scheduler",
+        "push_fragments",
         "handshakes",
     ];
 
@@ -141,6 +146,7 @@ impl Profile {
         } else {
             d.scheduler
         };
+        s.push_fragments = if linux { true } else { d.push_fragments };
         s.handshakes = if linux { true } else { d.handshakes };
         s.profile = self;
         s
@@ -169,6 +175,7 @@ pub const QUIC_REFUSED_KEYS: &[&str] = &[
     "rto",
     "mptcp_options",
     "scheduler",
+    "push_fragments",
     "delayed_ack",
     "min_rto",
     "ack_size",
@@ -231,6 +238,7 @@ impl TcpSettings {
                 .receive_buffer
                 .map(|b| b.div_ceil(self.mss as u64).clamp(1, u32::MAX as u64 - 1) as u32),
             scheduler: self.scheduler,
+            push_fragments: self.push_fragments,
         }
     }
 }
@@ -256,6 +264,7 @@ impl Default for TcpSettings {
             prr: false,
             keep_sack_on_rto: false,
             cwnd_validation: false,
+            push_fragments: false,
             mptcp_options: false,
             handshakes: false,
             transport: Transport::Tcp,
@@ -447,6 +456,27 @@ impl Reader<'_> {
         }
         if let Some(v) = t.get("cwnd_validation") {
             s.cwnd_validation = self.boolean(&join(path, "cwnd_validation"), v)?;
+        }
+        if let Some(v) = t.get("push_fragments") {
+            s.push_fragments = self.boolean(&join(path, "push_fragments"), v)?;
+        }
+        // Pushes of page fragments are Linux MPTCP's scheduler's own; written beside another
+        // scheduler they are an error, set by the linux profile (whose scheduler a written one
+        // replaced) they do nothing.
+        if s.push_fragments
+            && s.scheduler != SchedulerKind::Linux
+            && t.contains_key("push_fragments")
+        {
+            let v = t
+                .get("push_fragments")
+                .cloned()
+                .unwrap_or(Value::Boolean(true));
+            return Err(self.invalid(
+                &join(path, "push_fragments"),
+                &v,
+                "push_fragments = true needs scheduler = \"linux\" (the pushes are Linux \
+                 MPTCP's sending side)",
+            ));
         }
         // PRR replaces RFC 6675's `cwnd − pipe` rule, and only SACK recovery has SACKs to
         // keep across a timeout; the other recoveries have neither. Set by the linux profile
@@ -1066,6 +1096,7 @@ pub const TCP_KEYS: &[&str] = &[
     "prr",
     "keep_sack_on_rto",
     "cwnd_validation",
+    "push_fragments",
     "mptcp_options",
     "handshakes",
 ];
