@@ -121,10 +121,14 @@ def run_cli(
 # needs the host to have taken at least 0.5 % of every run's wall time (tests/test_emulate.py,
 # HOST_BUSY); the sessions with a quiet host took 0.1-0.3 %, and the CI sessions where a third
 # to a half of the checks were late took 4-14 % (one run) and 2-70 % per run (another), in
-# spells that covered the whole session. Over such a session the late share measures the host:
-# it is printed but not judged. A run late on a quiet host is a failed check, not a skip, so an
-# emulator that cannot keep time still fails there, and on a quiet host the limit still holds.
-QUIET_HOST = 0.01
+# spells that covered the whole session; the local CI run that passed took 2.0 %, up to 9.5 %
+# per run in a spell. The bound is HOST_BUSY itself: a session is quiet when the host took less
+# of it than makes one run busy. A spell does not have to cover the session to make a quarter
+# of the checks late (at 2 % over a third of a session the session's share is 0.7 %), so a
+# session above the bound is printed but not judged: its late share measures the host. A run
+# late on a quiet host is a failed check, not a skip, so an emulator that cannot keep time
+# still fails there, and on a quiet host the limit still holds.
+QUIET_HOST = 0.005
 _session_start: tuple[float, float] | None = None
 
 
@@ -310,7 +314,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 f"real-time checks: {late_share:.0%} were skipped for lateness, more than the "
                 f"{limit:.0%} allowed (PATHWEAVE_REALTIME_MAX_LATE), but the host took "
                 f"{host_share:.1%} of this machine's CPU through the session (at least "
-                f"{QUIET_HOST:.0%}): the late share measures the host and is not judged"
+                f"{QUIET_HOST:.1%}): the late share measures the host and is not judged"
             )
     out = os.environ.get("PATHWEAVE_REALTIME_SUMMARY")
     if out:
