@@ -288,10 +288,8 @@ impl DataSource {
     /// The next DSN for a subflow with window space, if any may be sent.
     #[inline(never)]
     pub(crate) fn take(&mut self) -> Option<u64> {
-        while let Some(d) = self.reinject.pop_front() {
-            if d >= self.data_una {
-                return Some(d);
-            }
+        if let Some(d) = self.take_reinject() {
+            return Some(d);
         }
         let end = self
             .limit
@@ -301,6 +299,16 @@ impl DataSource {
             self.next += 1;
             self.next - 1
         })
+    }
+
+    /// The next DSN to send again, if any (never new data).
+    fn take_reinject(&mut self) -> Option<u64> {
+        while let Some(d) = self.reinject.pop_front() {
+            if d >= self.data_una {
+                return Some(d);
+            }
+        }
+        None
     }
 
     fn has_data(&self) -> bool {
@@ -431,6 +439,10 @@ pub(crate) struct ByteMap {
     end: u64,
     /// A sized transfer's length in bytes.
     total: Option<u64>,
+    /// DSNs below this may not grow any more: they were handed to a subflow again (resent at
+    /// the data level, or rescheduled), so a copy may be on its way with its present length
+    /// (the kernel freezes a mapping it resends, `mptcp_ext.frozen`).
+    frozen: u64,
 }
 
 impl ByteMap {
@@ -440,7 +452,13 @@ impl ByteMap {
             starts: VecDeque::new(),
             end: 0,
             total,
+            frozen: 0,
         }
+    }
+
+    /// A DSN is handed out once more: no DSN made so far grows again.
+    fn freeze(&mut self, next: u64) {
+        self.frozen = self.frozen.max(next);
     }
 
     /// The start of DSN `d`, if kept (the end of the last DSN for the next one).
@@ -606,7 +624,17 @@ fn push_linux(st: &mut LinuxSend, subs: &[Subflow], cc: &Control, data: &mut Dat
         } else {
             let mut pushed = 0;
             while pushed < burst && queued(st, i) < st.sndbuf[i] && !buffer_full(data) {
-                let Some(d) = data.take() else { break };
+                // Under push_fragments only DSNs to send again come this way: new data is
+                // cut into segments by `push_fragments`, the next time round.
+                let next = if st.bytes.is_some() {
+                    data.take_reinject()
+                } else {
+                    data.take()
+                };
+                let Some(d) = next else { break };
+                if let Some(m) = st.bytes.as_mut() {
+                    m.freeze(data.next); // a DSN rescheduled: its length is fixed
+                }
                 st.queues[i].push_back(d);
                 pushed += match &st.bytes {
                     Some(m) => m.payload(d, data.mss),
@@ -655,7 +683,7 @@ fn push_fragments(
             let tail = data
                 .next
                 .checked_sub(1)
-                .filter(|&d| queue.back() == Some(&d));
+                .filter(|&d| d >= m.frozen && queue.back() == Some(&d));
             if let Some(d) = tail.filter(|&d| (m.payload(d, data.mss) as u64) < mss) {
                 let add = (mss - m.payload(d, data.mss) as u64).min(frag_end - m.end);
                 m.end += add;
@@ -1031,6 +1059,9 @@ impl TcpSender {
         if let Some(i) = idle {
             let segments = (MPTCP_RETRANS_BYTES / self.data.mss as u64).max(1);
             let end = self.data.next.min(self.data.data_una + segments);
+            if let Some(m) = st.bytes.as_mut() {
+                m.freeze(self.data.next);
+            }
             for d in self.data.data_una..end {
                 st.queues[i].push_back(d);
                 self.stats.reinjected += 1;
