@@ -243,7 +243,13 @@ impl Simulation {
                             .map(|sf| sf.start.unwrap_or(f.start))
                             .collect()
                     };
-                    let plans = subflow_plans(&f.subflows, pairs, joins);
+                    let mut plans = subflow_plans(&f.subflows, pairs, joins);
+                    if cfg.handshakes {
+                        // The handshake's round trip is each subflow's first RTT sample.
+                        for (p, sf) in plans.iter_mut().zip(&f.subflows) {
+                            p.first_rtt = Some(topology::handshake_rtt(scenario, sf, cfg.ack_size));
+                        }
+                    }
                     let mut snd = TcpSender::new(
                         i as u32,
                         ComponentId::new(Kind::Sender, i),
@@ -1076,6 +1082,7 @@ fn subflow_plans(
             ack_route,
             join,
             leave: sf.stop,
+            first_rtt: None,
         })
         .collect()
 }

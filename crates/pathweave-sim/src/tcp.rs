@@ -246,6 +246,12 @@ pub struct SubflowPlan {
     pub join: Instant,
     /// When it leaves, if it does.
     pub leave: Option<Instant>,
+    /// The round trip of its handshake (SYN to SYN-ACK), taken as its first RTT sample when
+    /// it joins, as Linux's connecting side does (`tcp_clean_rtx_queue` acknowledging the
+    /// SYN, for the first subflow and each MP_JOIN alike): its smoothed RTT, retransmission
+    /// timer and pacing rate hold from its first data on. `None` without
+    /// [`TcpConfig::handshakes`]: the first sample is the first data segment's.
+    pub first_rtt: Option<Duration>,
 }
 
 /// The connection's data sequence as the subflows see it.
@@ -559,7 +565,9 @@ fn linux_rtx_interval(subs: &[Subflow], stale_count: &[u32]) -> Duration {
 
 /// Linux's pacing rate of subflow `i` in bytes per second (`tcp_update_pacing_rate`); before
 /// the first RTT sample the kernel does not divide by the RTT, which makes the rate huge, so
-/// a fresh subflow is served first: here the RTT is taken as 1 µs then.
+/// a fresh subflow is served first: here the RTT is taken as 1 µs then. On Linux the
+/// handshake gives the sample before any data (`handshakes`, [`SubflowPlan::first_rtt`]); an
+/// average seeded without one stays huge until the subflow is picked often enough.
 fn linux_pacing_rate(s: &Subflow, i: usize, cc: &Control, mss: u64) -> f64 {
     let p = PathId(i as u32);
     let cwnd = cc.window(p) / mss;

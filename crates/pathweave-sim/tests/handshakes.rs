@@ -144,3 +144,33 @@ fn handshakes_is_a_boolean() {
         "{msg}"
     );
 }
+
+#[test]
+fn the_handshake_is_each_subflows_first_rtt_sample() {
+    // Runs that end before any data segment's ACK can return (the first subflow's data leaves
+    // at 1 s + R0 and its ACK needs at least R0 more; the join's at 1 s + 2 R0 + 2 R1): the
+    // only sample a subflow can have is its handshake's, so its mean smoothed RTT over its
+    // active time is that round trip exactly, and without handshakes it has none.
+    let (r0, r1) = round_trips();
+    let start = 1_000_000_000u64;
+    let end = |t: u64| format!("duration = \"{}ns\"", t);
+    let text_until = |handshakes: bool, t: u64| {
+        text(handshakes, "lia", "1s", "\"bulk\"", TWO).replace("duration = \"20s\"", &end(t))
+    };
+    let first = run(&scenario(&text_until(true, start + r0 + r0 / 2)), Some(1));
+    assert!(
+        first.subflows.packets_sent[0] > 0,
+        "the first subflow has sent"
+    );
+    let close = |a: f64, ns: u64| (a - ns as f64 * 1e-9).abs() < 1e-12;
+    assert!(close(first.subflows.mean_srtt_s[0], r0));
+    let both = run(
+        &scenario(&text_until(true, start + 2 * r0 + 2 * r1 + r1 / 2)),
+        Some(1),
+    );
+    assert!(both.subflows.packets_sent[1] > 0, "the join has sent");
+    assert!(close(both.subflows.mean_srtt_s[1], r1));
+    let without = run(&scenario(&text_until(false, start + r0 / 2)), Some(1));
+    assert!(without.subflows.packets_sent[0] > 0);
+    assert!(without.subflows.mean_srtt_s[0].is_nan());
+}

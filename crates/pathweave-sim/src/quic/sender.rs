@@ -966,6 +966,7 @@ mod tests {
             ack_route: 1,
             join: Instant::ZERO,
             leave: None,
+            first_rtt: None,
         };
         let mut s = QuicSender::new(
             0,

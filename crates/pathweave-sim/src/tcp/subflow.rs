@@ -75,6 +75,14 @@ struct Settings {
     keep_sack_on_rto: bool,
 }
 
+/// What a subflow keeps of its [`SubflowPlan`].
+#[derive(Clone, Copy, Debug)]
+struct Schedule {
+    route: u32,
+    join: Instant,
+    leave: Option<Instant>,
+}
+
 /// One subflow's sending side.
 ///
 /// Laid out in cache lines (`#[repr(C, align(64))]`, checked by `layout` below) for runs with
@@ -106,7 +114,7 @@ pub struct Subflow {
     /// [`TcpConfig::cwnd_validation`] (beside the settings, in the padding their line has).
     cwnd_validation: bool,
     rto_at: Option<Instant>,
-    plan: SubflowPlan,
+    plan: Schedule,
     recover: Option<u64>,
     rtt: RttEstimator,
     high_sacked: u64,
@@ -130,6 +138,18 @@ pub struct Subflow {
 
 impl Subflow {
     pub(crate) fn new(flow: u32, id: u16, cfg: TcpConfig, plan: SubflowPlan) -> Self {
+        // The handshake's round trip, if modelled, is the first sample: it is taken before
+        // the subflow may send (the SYN-ACK of an MP_JOIN arrives a round trip before its
+        // first data), and nothing reads a waiting subflow's estimator.
+        let mut rtt = RttEstimator::new(cfg.rto);
+        if let Some(r) = plan.first_rtt {
+            rtt.on_sample(r);
+        }
+        let plan = Schedule {
+            route: plan.route,
+            join: plan.join,
+            leave: plan.leave,
+        };
         Subflow {
             snd_una: 0,
             snd_nxt: 0,
@@ -160,7 +180,7 @@ impl Subflow {
             rto_at: None,
             plan,
             recover: None,
-            rtt: RttEstimator::new(cfg.rto),
+            rtt,
             high_sacked: 0,
             lost_segs: 0,
             prr: Prr::default(),
@@ -241,6 +261,8 @@ impl Subflow {
     pub(crate) fn join(&mut self, now: Instant, cc: &mut Cc, views: &mut [PathView]) {
         self.state = State::Active;
         self.last_integrated = now;
+        // A handshake's sample (see `new`) counts from here on.
+        self.srtt_s = self.rtt.srtt().map_or(f64::NAN, Duration::as_secs_f64);
         cc.on_path_added(self.pid(), now, Bytes(self.mss()));
         views[self.id as usize].can_send = true;
     }

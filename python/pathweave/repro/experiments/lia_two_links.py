@@ -73,12 +73,14 @@ KERNEL_TOLERANCE = 0.15
 # What has been measured about the gap (docs/kernel.md, "Drop-tail links").
 _KERNEL_GAP = (
     "one simulated run per scenario, at the scenarios' 1448-byte segments (the kernel ran 1460, "
-    "the emulator's 40-byte headers), on drop-tail links whose drops move with the flows' start "
-    "offsets: S2 over 30 offsets gives the connection 4.70 +- 0.67 and the Reno flow on A 6.41 "
-    "+- 0.72 Mbit/s with the profile; in it, the causes measured: Linux's retransmission timer "
-    "(rto = linux) and MPTCP's short segments where pushes of page fragments end "
-    "(push_fragments); measured not to be the cause: window validation, delayed ACKs, timing "
-    "noise of 1-10 us (docs/kernel.md, Drop-tail links)"
+    "the emulator's 40-byte headers), on drop-tail links where which flow an overflow takes "
+    "decides the run: the engines agree packet for packet through the first slow starts (the "
+    "causes found: Linux's retransmission timer, MPTCP's short segments where pushes of page "
+    "fragments end, each subflow's first RTT sample from its handshake) and then part at one "
+    "overflow, as the kernel's own runs do (S3's Reno flows 3.42-3.86 and 2.51-3.43 Mbit/s over "
+    "three runs), while the simulator without noise gives one run; a change of segment size "
+    "moves it (S2 4.62 / 6.45 / 3.35 at 1460 bytes, 5.79 / 4.76 / 3.73 at 1448; docs/kernel.md, "
+    "Drop-tail links)"
 )
 WARM_UP_S = 10.0  # slopes are read after the first slow start
 
