@@ -8,7 +8,9 @@ the Reno flow on link B, in Mbit/s:
 
 * the simulator with its defaults, and with `[tcp] profile = "linux"` (one run each: without
   random elements the simulation does not depend on the seed), each with any extra `[tcp]`
-  settings given with `--tcp KEY=VALUE` (repeatable) in further rows;
+  settings given with `--tcp KEY=VALUE` (repeatable) in further rows; with `--jitter TIME`
+  every link gets that jitter (timing noise, docs/simulator.md) and `--seeds N` runs each row
+  with seeds 1..N and prints their mean, with the standard deviation in the note;
 * the kernel (`pathweave emulate`, LIA on pathweave's BPF controller `pw_lia` where the
   controllers load, otherwise the kernel's own coupled LIA is missing and the run says so),
   `--runs` times, each with its p99 lateness and whether the emulator judged it reliable.
@@ -18,7 +20,8 @@ tell a flow that loses more often from one that recovers worse. Needs root for t
 rows; without it (or with `--sim-only`) only the simulator's rows are printed.
 
     python bench/droptail_kernel.py [--scenarios s1 s2 s3] [--runs 3] [--seconds 85]
-                                    [--tcp KEY=VALUE ...] [--sim-only] [--json OUT]
+                                    [--tcp KEY=VALUE ...] [--jitter TIME] [--seeds N]
+                                    [--sim-only] [--json OUT]
 """
 
 from __future__ import annotations
@@ -40,13 +43,27 @@ PUBLISHED = {"s1": (3.54, 3.13, 3.24), "s2": (5.73, 6.00, 3.19), "s3": (3.34, 3.
 FLOWS = ("mptcp", "tcpA", "tcpB")
 
 
-def document(stem: str, seconds: float, tcp: dict[str, Any]) -> dict[str, Any]:
-    """The scenario with 40-byte headers and ACKs, 1460-byte segments, ``seconds`` long, and
-    ``tcp`` merged into its `[tcp]` table."""
+def document(
+    stem: str, seconds: float, tcp: dict[str, Any], jitter: str | None = None
+) -> dict[str, Any]:
+    """The scenario with 40-byte headers and ACKs, 1460-byte segments, ``seconds`` long,
+    ``tcp`` merged into its `[tcp]` table and, if given, ``jitter`` on every link."""
     doc = tomllib.loads((SCENARIOS / f"{stem}.toml").read_text(encoding="utf-8"))
     doc["duration"] = f"{seconds:g}s"
     doc["tcp"].update({"mss": "1460B", "header": "40B", "ack_size": "40B", **tcp})
+    if jitter is not None:
+        for link in doc["link"]:
+            link["jitter"] = jitter
     return doc
+
+
+def mean_row(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """The mean of per-seed rows, and a note with the goodputs' standard deviations."""
+    import numpy as np
+
+    out = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
+    sd = "/".join(f"{np.std([r[n] for r in rows], ddof=1):.2f}" for n in FLOWS)
+    return out, f"mean of {len(rows)} seeds, sd {sd}"
 
 
 # The first slow start's overshoot differs between the engines (the simulator's receive window
@@ -99,11 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="an extra [tcp] setting for further simulator rows (repeatable; TOML values)",
     )
+    ap.add_argument("--jitter", metavar="TIME", help='jitter on every simulated link, e.g. "20us"')
+    ap.add_argument("--seeds", type=int, default=1, help="simulated runs per row (seeds 1..N)")
     ap.add_argument("--sim-only", action="store_true", help="leave out the kernel's rows")
     ap.add_argument("--json", type=Path, metavar="OUT")
     args = ap.parse_args(argv)
-    if args.runs < 0 or args.seconds <= 0:
-        ap.error("--runs must be at least 0 and --seconds positive")
+    if args.runs < 0 or args.seconds <= 0 or args.seeds < 1:
+        ap.error("--runs must be at least 0, --seeds at least 1 and --seconds positive")
 
     import pathweave
 
@@ -132,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     def show(stem: str, label: str, r: dict[str, Any], note: str = "") -> None:
         r = {"scenario": stem, "engine": label, **r}
         rows.append(r)
-        losses = "/".join(str(r[f"{n}_loss_events"]) for n in FLOWS)
-        timeouts = "/".join(str(r[f"{n}_timeouts"]) for n in FLOWS)
+        losses = "/".join(f"{r[f'{n}_loss_events']:.3g}" for n in FLOWS)
+        timeouts = "/".join(f"{r[f'{n}_timeouts']:g}" for n in FLOWS)
         steady = "/".join(f"{r[f'{n}_after_warm_up']:.2f}" for n in FLOWS)
         print(
             f"{stem:<8} {label:<44} {r['mptcp']:>6.2f} {r['tcpA']:>6.2f} {r['tcpB']:>6.2f}  "
@@ -145,9 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         mp, a, b = PUBLISHED[stem]
         print(f"{stem:<8} {'published':<44} {mp:>6.2f} {a:>6.2f} {b:>6.2f}")
         for label, tcp in variants:
-            doc = document(stem, args.seconds, tcp)
-            res = pathweave.run(pathweave.parse(tomli_w.dumps(doc), f"{stem} ({label})"))
-            show(stem, label, row(res))
+            doc = document(stem, args.seconds, tcp, args.jitter)
+            sc = pathweave.parse(tomli_w.dumps(doc), f"{stem} ({label})")
+            if args.jitter is not None:
+                label += f", jitter {args.jitter}"
+            if args.seeds == 1:
+                show(stem, label, row(pathweave.run(sc)))
+            else:
+                runs = [row(pathweave.run(sc, seed=k + 1)) for k in range(args.seeds)]
+                show(stem, label, *mean_row(runs))
         if not kernel:
             continue
         from pathweave.emulate import emulate

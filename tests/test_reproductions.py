@@ -33,13 +33,14 @@ def test_lia_two_links_quick_shows_the_published_shape(tmp_path: Path) -> None:
         assert v[f"{s} goal 1: MPTCP ≥ 0.9 x better TCP (LIA spec)"] == "match", s
     # Scenario 2's MPTCP sum within 20 % of the paper's 5.73 Mbps.
     assert v["S2 MPTCP sum (LIA spec)"] == "match"
-    # The linux-profile runs stand beside the paper's values and the kernel's measured ones,
-    # every flow of every scenario, each with a verdict.
+    # The linux-profile runs stand beside the paper's values, each with a verdict, and with
+    # the emulator's packets and the kernel's timing noise their mean over seeds is within
+    # 15 % of the kernel's measured mean for every flow of every scenario (docs/kernel.md).
     for s in ("S1", "S2", "S3"):
         for what in ("MPTCP sum", "TCP on A", "TCP on B"):
             tag = "(LIA linux, linux profile)"
             assert v[f"{s} {what} {tag}"] in ("match", "miss")
-            assert v[f"{s} {what}: the kernel's pw_lia, measured {tag}"] in ("match", "miss")
+            assert v[f"{s} {what}: the kernel's pw_lia, measured {tag}"] == "match", (s, what)
 
 
 @pytest.mark.parametrize("experiment_id", [e.id for e in repro.experiments()])

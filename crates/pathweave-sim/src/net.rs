@@ -518,6 +518,7 @@ mod tests {
                     delay: Duration(1_000_000),
                     queue: QueueSpec::DropTail(Limit::Packets(10)),
                     loss: LossModel::None,
+                    jitter: Duration::ZERO,
                 };
                 let id = ComponentId::new(Kind::Link, i);
                 LinkDir::new(&spec, id, LazyStream::new(1, Purpose::Link, i))

@@ -66,6 +66,16 @@ fn each_mistake_names_its_field_and_value() {
             &["link[0].delay", "parsecs"],
         ),
         (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\njitter = \"-20us\"",
+            &["link[0].jitter", "-20us", "negative"],
+        ),
+        (
+            "delay = \"10ms\"",
+            "delay = \"10ms\"\njitter = 20",
+            &["link[0].jitter", "a time such as"],
+        ),
+        (
             "duration = \"10s\"",
             "duration = \"0s\"",
             &["duration", "greater than zero"],

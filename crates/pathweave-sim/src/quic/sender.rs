@@ -930,6 +930,7 @@ mod tests {
                     delay: Duration::from_millis(1),
                     queue: QueueSpec::DropTail(Limit::Packets(1000)),
                     loss: LossModel::None,
+                    jitter: Duration::ZERO,
                 };
                 LinkDir::new(
                     &spec,

@@ -443,6 +443,7 @@ impl Reader<'_> {
                 "name",
                 "rate",
                 "delay",
+                "jitter",
                 "queue",
                 "loss",
                 "reverse_loss",
@@ -471,6 +472,10 @@ impl Reader<'_> {
                 ))
             }
         };
+        let jitter = match t.get("jitter") {
+            Some(v) => self.time(&join(path, "jitter"), v)?,
+            None => Duration::ZERO,
+        };
         // RED's automatic parameters follow each direction's rate (a trace's mean rate).
         let queue = |rate: Bandwidth| -> R<QueueSpec> {
             match t.get("queue") {
@@ -496,6 +501,7 @@ impl Reader<'_> {
             delay,
             queue: forward_queue,
             loss: loss("loss")?,
+            jitter,
         };
         let reverse = LinkDirSpec {
             rate: rates.reverse,
@@ -503,6 +509,7 @@ impl Reader<'_> {
             delay,
             queue: reverse_queue,
             loss: loss("reverse_loss")?,
+            jitter,
         };
         let mut events = Vec::new();
         // Outages as (from, to, event path, its `at` as written), to refuse overlapping ones.

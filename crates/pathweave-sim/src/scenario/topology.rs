@@ -241,6 +241,7 @@ impl Reader<'_> {
                 delay,
                 queue: queue(rate)?,
                 loss: LossModel::None,
+                jitter: Duration::ZERO,
             })
         };
         let host_dir = dir(host_rate)?;
